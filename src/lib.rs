@@ -1,0 +1,9 @@
+//! memloop: install, check and upgrade the cross-session memory loop of AI coding agents.
+//!
+//! `memloop.toml` (the desired state) goes through one adapter per agent (`agents`) into owned
+//! fragments per file; the `engine` applies them with a format-preserving editor (`edit`).
+//! The Stop gate (`gate`) and the embedded memory server (`serve`) are the runtime parts.
+
+pub mod cli;
+pub mod gate;
+pub mod serve;
