@@ -1,1 +1,35 @@
-fn main() {}
+//! Maintainer tasks: `cargo xtask <task>`. Each task lives in its own module.
+
+use std::process::ExitCode;
+
+mod bench_gate;
+mod bench_serve;
+mod e2e;
+
+const USAGE: &str = "usage: cargo xtask <task> [args]
+
+tasks:
+  e2e                 drive the pinned real agents against memloop's output (loopback only)
+  bench gate          the Stop gate against a Python re-read baseline, whole process
+  bench serve         the embedded memory server at 10,000 notes";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rest = args.get(1..).unwrap_or_default();
+    let result = match (args.first().map(String::as_str), rest.first().map(String::as_str)) {
+        (Some("e2e"), _) => e2e::run(rest),
+        (Some("bench"), Some("gate")) => bench_gate::run(&rest[1..]),
+        (Some("bench"), Some("serve")) => bench_serve::run(&rest[1..]),
+        _ => {
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("xtask: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
