@@ -5,5 +5,7 @@
 //! The Stop gate (`gate`) and the embedded memory server (`serve`) are the runtime parts.
 
 pub mod cli;
+pub mod config;
 pub mod gate;
+pub mod position;
 pub mod serve;

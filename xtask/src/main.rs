@@ -11,12 +11,17 @@ const USAGE: &str = "usage: cargo xtask <task> [args]
 tasks:
   e2e                 drive the pinned real agents against memloop's output (loopback only)
   bench gate          the Stop gate against a Python re-read baseline, whole process
-  bench serve         the embedded memory server at 10,000 notes";
+  bench serve         the embedded memory server at 10,000 notes
+  schema              write assets/memloop.schema.json from the config types";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let rest = args.get(1..).unwrap_or_default();
-    let result = match (args.first().map(String::as_str), rest.first().map(String::as_str)) {
+    let result = match (
+        args.first().map(String::as_str),
+        rest.first().map(String::as_str),
+    ) {
+        (Some("schema"), _) => write_schema(),
         (Some("e2e"), _) => e2e::run(rest),
         (Some("bench"), Some("gate")) => bench_gate::run(&rest[1..]),
         (Some("bench"), Some("serve")) => bench_serve::run(&rest[1..]),
@@ -32,4 +37,12 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn write_schema() -> anyhow::Result<()> {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/memloop.schema.json");
+    std::fs::write(&path, memloop::config::json_schema())?;
+    println!("wrote {}", path.display());
+    Ok(())
 }
