@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod edit;
 pub mod gate;
 pub mod position;
 pub mod serve;

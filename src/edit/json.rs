@@ -1,0 +1,353 @@
+//! JSON and JSONC files, edited through jsonc-parser's concrete syntax tree so that comments,
+//! key order, indentation and trailing commas survive. serde_json only builds the values that
+//! are inserted and reads values back; it never writes a user's file.
+
+use jsonc_parser::ParseOptions;
+use jsonc_parser::cst::{CstArray, CstInputValue, CstNode, CstObject, CstRootNode};
+use serde_json::Value;
+
+use super::Refusal;
+
+/// Which syntax the agent that reads the file accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// Strict JSON (Claude Code's settings and `.mcp.json`, Kimi's `mcp.json`): comments and
+    /// trailing commas are refused, never written.
+    Strict,
+    /// JSON with comments and trailing commas (OpenCode parses both extensions this way).
+    Jsonc,
+}
+
+impl Dialect {
+    fn options(self) -> ParseOptions {
+        let jsonc = self == Dialect::Jsonc;
+        ParseOptions {
+            allow_comments: jsonc,
+            allow_trailing_commas: jsonc,
+            allow_loose_object_property_names: false,
+            allow_missing_commas: false,
+            allow_single_quoted_strings: false,
+            allow_hexadecimal_numbers: false,
+            allow_unary_plus_numbers: false,
+            allow_bare_decimal_point_numbers: false,
+            allow_non_finite_numbers: false,
+            allow_extended_string_escapes: false,
+        }
+    }
+}
+
+/// A parsed JSON document whose root is an object.
+#[derive(Debug)]
+pub struct JsonDoc {
+    root: CstRootNode,
+    display: String,
+}
+
+impl JsonDoc {
+    /// Parses `text`; an empty or whitespace-only text is an empty object.
+    pub fn parse(text: &str, dialect: Dialect, display: &str) -> Result<JsonDoc, Refusal> {
+        let source = if text.trim().is_empty() { "{}\n" } else { text };
+        let root = CstRootNode::parse(source, &dialect.options()).map_err(|err| {
+            let hint = match dialect {
+                Dialect::Strict => "this file must be strict JSON (no comments, no trailing commas): fix it, then run memloop again",
+                Dialect::Jsonc => "fix the syntax, then run memloop again",
+            };
+            Refusal::at(display, err.line_display(), err.column_display(), err.kind().to_string(), hint)
+        })?;
+        let doc = JsonDoc {
+            root,
+            display: display.to_owned(),
+        };
+        if doc.root.value().is_some() && doc.root.object_value().is_none() {
+            return Err(Refusal::whole(
+                display,
+                "the top level is not a JSON object",
+                "make it an object ({ ... })",
+            ));
+        }
+        Ok(doc)
+    }
+
+    pub fn to_text(&self) -> String {
+        self.root.to_string()
+    }
+
+    /// The whole document as a value.
+    pub fn value(&self) -> Value {
+        self.root
+            .to_serde_value()
+            .unwrap_or(Value::Object(Default::default()))
+    }
+
+    /// The value at `path` (object keys), if every step exists.
+    pub fn get(&self, path: &[String]) -> Option<Value> {
+        let mut value = self.value();
+        for key in path {
+            value = value.get(key)?.clone();
+        }
+        Some(value)
+    }
+
+    fn root_object(&self) -> CstObject {
+        self.root.object_value_or_set()
+    }
+
+    /// The object at `path`, created where missing. A step that holds something else than an
+    /// object is refused, never replaced.
+    fn object_at(&self, path: &[String]) -> Result<CstObject, Refusal> {
+        let mut object = self.root_object();
+        for (depth, key) in path.iter().enumerate() {
+            object = match object.get(key) {
+                Some(prop) => prop
+                    .object_value()
+                    .ok_or_else(|| self.not_a(&path[..=depth], "an object"))?,
+                None => object
+                    .append(key, CstInputValue::Object(Vec::new()))
+                    .object_value()
+                    .expect("just inserted"),
+            };
+        }
+        Ok(object)
+    }
+
+    fn existing_object(&self, path: &[String]) -> Option<CstObject> {
+        let mut object = self.root.object_value()?;
+        for key in path {
+            object = object.get(key)?.object_value()?;
+        }
+        Some(object)
+    }
+
+    fn not_a(&self, path: &[String], expected: &str) -> Refusal {
+        Refusal::whole(
+            &self.display,
+            format!("`{}` is not {expected}", path.join(".")),
+            "memloop only adds to it; fix its type by hand, then run memloop again",
+        )
+    }
+
+    /// Sets `path` to `value`, creating parent objects. An equal value is left byte-identical.
+    pub fn set(&mut self, path: &[String], value: &Value) -> Result<(), Refusal> {
+        let (key, parents) = path.split_last().expect("a path has at least one key");
+        let object = self.object_at(parents)?;
+        match object.get(key) {
+            Some(prop)
+                if prop.value().and_then(|node| node.to_serde_value()).as_ref() == Some(value) => {}
+            Some(prop) => prop.set_value(input(value)),
+            None => {
+                object.append(key, input(value));
+            }
+        }
+        Ok(())
+    }
+
+    /// Inserts `key` as the first member of the root object when it is missing.
+    pub fn ensure_first(&mut self, key: &str, value: &Value) {
+        let object = self.root_object();
+        if object.get(key).is_none() {
+            object.insert(0, key, input(value));
+        }
+    }
+
+    /// Removes `path`; then removes each parent left empty for which `prune(parent_path)` holds.
+    pub fn remove(&mut self, path: &[String], prune: &dyn Fn(&[String]) -> bool) {
+        let (key, parents) = path.split_last().expect("a path has at least one key");
+        if let Some(prop) = self
+            .existing_object(parents)
+            .and_then(|object| object.get(key))
+        {
+            prop.remove();
+        }
+        self.prune_empty(parents, prune);
+    }
+
+    fn prune_empty(&mut self, path: &[String], prune: &dyn Fn(&[String]) -> bool) {
+        for depth in (1..=path.len()).rev() {
+            let here = &path[..depth];
+            let empty = self
+                .existing_object(here)
+                .is_some_and(|object| object.properties().is_empty())
+                || self
+                    .existing_array(here)
+                    .is_some_and(|array| array.elements().is_empty());
+            if !(empty && prune(here)) {
+                return;
+            }
+            let (key, parents) = here.split_last().expect("depth >= 1");
+            if let Some(prop) = self
+                .existing_object(parents)
+                .and_then(|object| object.get(key))
+            {
+                prop.remove();
+            }
+        }
+    }
+
+    fn existing_array(&self, path: &[String]) -> Option<CstArray> {
+        let (key, parents) = path.split_last()?;
+        self.existing_object(parents)?.get(key)?.array_value()
+    }
+
+    /// Makes the array at `path` hold exactly one element for which `is_ours` holds, equal to
+    /// `value`: appended when missing, replaced when it differs, later duplicates removed.
+    pub fn upsert_item(
+        &mut self,
+        path: &[String],
+        value: &Value,
+        is_ours: &dyn Fn(&Value) -> bool,
+    ) -> Result<(), Refusal> {
+        let (key, parents) = path.split_last().expect("a path has at least one key");
+        let object = self.object_at(parents)?;
+        let array = match object.get(key) {
+            Some(prop) => prop
+                .array_value()
+                .ok_or_else(|| self.not_a(path, "an array"))?,
+            None => object
+                .append(key, CstInputValue::Array(Vec::new()))
+                .array_value()
+                .expect("just inserted"),
+        };
+        let mut ours = array
+            .elements()
+            .into_iter()
+            .filter(|element| element_value(element).is_some_and(|v| is_ours(&v)));
+        match ours.next() {
+            None => {
+                array.append(input(value));
+            }
+            Some(first) => {
+                let duplicates: Vec<CstNode> = ours.collect();
+                duplicates.into_iter().for_each(CstNode::remove);
+                if element_value(&first).as_ref() != Some(value) {
+                    let index = first.element_index().expect("an array element");
+                    first.remove();
+                    array.insert(index, input(value));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes every element of the array at `path` for which `is_ours` holds, then prunes.
+    pub fn remove_items(
+        &mut self,
+        path: &[String],
+        is_ours: &dyn Fn(&Value) -> bool,
+        prune: &dyn Fn(&[String]) -> bool,
+    ) {
+        if let Some(array) = self.existing_array(path) {
+            for element in array.elements() {
+                if element_value(&element).is_some_and(|v| is_ours(&v)) {
+                    element.remove();
+                }
+            }
+        }
+        self.prune_empty(path, prune);
+    }
+}
+
+fn element_value(node: &CstNode) -> Option<Value> {
+    node.to_serde_value()
+}
+
+/// A serde value as CST input, keeping the key order of `value`.
+fn input(value: &Value) -> CstInputValue {
+    match value {
+        Value::Null => CstInputValue::Null,
+        Value::Bool(b) => CstInputValue::Bool(*b),
+        Value::Number(n) => CstInputValue::Number(n.to_string()),
+        Value::String(s) => CstInputValue::String(s.clone()),
+        Value::Array(items) => CstInputValue::Array(items.iter().map(input).collect()),
+        Value::Object(map) => {
+            CstInputValue::Object(map.iter().map(|(k, v)| (k.clone(), input(v))).collect())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn path(keys: &[&str]) -> Vec<String> {
+        keys.iter().map(|k| (*k).to_owned()).collect()
+    }
+
+    fn always(_: &[String]) -> bool {
+        true
+    }
+
+    #[test]
+    fn set_appends_and_remove_restores() {
+        let original = "{\n  // keep me\n  \"a\": 1,\n}\n";
+        let mut doc = JsonDoc::parse(original, Dialect::Jsonc, "f").unwrap();
+        doc.set(&path(&["mcp", "memory"]), &json!({"type": "local"}))
+            .unwrap();
+        let edited = doc.to_text();
+        assert!(edited.contains("// keep me"));
+        assert!(edited.contains("\"mcp\": {"));
+        doc.remove(&path(&["mcp", "memory"]), &always);
+        assert_eq!(doc.to_text(), original);
+    }
+
+    #[test]
+    fn strict_dialect_refuses_comments_with_position() {
+        let err = JsonDoc::parse(
+            "{\n  \"a\": 1, // no\n}",
+            Dialect::Strict,
+            ".claude/settings.json",
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().starts_with(".claude/settings.json:2:"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn non_object_parent_is_refused() {
+        let mut doc = JsonDoc::parse("{\"hooks\": \"x\"}", Dialect::Strict, "s.json").unwrap();
+        let err = doc
+            .upsert_item(&path(&["hooks", "Stop"]), &json!({}), &|_| true)
+            .unwrap_err();
+        assert!(err.problem.contains("`hooks` is not an object"), "{err}");
+        assert_eq!(doc.to_text(), "{\"hooks\": \"x\"}");
+    }
+
+    #[test]
+    fn upsert_item_is_idempotent_and_removes_duplicates() {
+        let ours = |v: &Value| v["id"] == "m";
+        let mut doc = JsonDoc::parse(
+            "{\"l\": [{\"id\": \"x\"}, {\"id\": \"m\", \"n\": 1}, {\"id\": \"m\"}]}",
+            Dialect::Strict,
+            "f",
+        )
+        .unwrap();
+        doc.upsert_item(&path(&["l"]), &json!({"id": "m", "n": 2}), &ours)
+            .unwrap();
+        assert_eq!(
+            doc.get(&path(&["l"])).unwrap(),
+            json!([{"id": "x"}, {"id": "m", "n": 2}])
+        );
+        let once = doc.to_text();
+        doc.upsert_item(&path(&["l"]), &json!({"id": "m", "n": 2}), &ours)
+            .unwrap();
+        assert_eq!(doc.to_text(), once);
+    }
+
+    #[test]
+    fn ensure_first_inserts_at_the_top_only_when_missing() {
+        let mut doc = JsonDoc::parse("{\n  \"model\": \"x\"\n}\n", Dialect::Jsonc, "f").unwrap();
+        doc.ensure_first("$schema", &json!("s"));
+        assert_eq!(
+            doc.to_text(),
+            "{\n  \"$schema\": \"s\",\n  \"model\": \"x\"\n}\n"
+        );
+        doc.ensure_first("$schema", &json!("other"));
+        assert_eq!(
+            doc.to_text(),
+            "{\n  \"$schema\": \"s\",\n  \"model\": \"x\"\n}\n"
+        );
+    }
+}

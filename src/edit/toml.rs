@@ -1,0 +1,274 @@
+//! TOML files (Kimi's `config.toml`), edited with toml_edit so comments and layout survive.
+//! memloop owns whole entries of an array of tables (`[[hooks]]`), found again by one key.
+
+use toml_edit::{ArrayOfTables, DocumentMut, InlineTable, Item, Table, Value};
+
+use super::Refusal;
+
+/// One entry memloop owns: its fields in order, and the field that identifies it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub fields: Vec<(String, EntryValue)>,
+    pub identity: (String, String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum EntryValue {
+    String(String),
+    Integer(i64),
+}
+
+impl EntryValue {
+    fn to_value(&self) -> Value {
+        match self {
+            EntryValue::String(s) => Value::from(s.as_str()),
+            EntryValue::Integer(i) => Value::from(*i),
+        }
+    }
+
+    fn matches(&self, value: &Value) -> bool {
+        match (self, value) {
+            (EntryValue::String(s), Value::String(v)) => v.value() == s,
+            (EntryValue::Integer(i), Value::Integer(v)) => v.value() == i,
+            _ => false,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct TomlDoc {
+    doc: DocumentMut,
+    display: String,
+}
+
+impl TomlDoc {
+    pub fn parse(text: &str, display: &str) -> Result<TomlDoc, Refusal> {
+        let doc = text.parse::<DocumentMut>().map_err(|err| {
+            let (line, col) = err.span().map_or((1, 1), |span| crate::position::line_col(text, span.start));
+            let problem = err.message().trim().to_owned();
+            let hint = if problem.contains("already") || problem.contains("redefine") {
+                "a key is defined twice (for example `hooks = []` next to `[[hooks]]` tables): keep one form, then run memloop again"
+            } else {
+                "fix the TOML syntax, then run memloop again"
+            };
+            Refusal::at(display, line, col, problem, hint)
+        })?;
+        Ok(TomlDoc {
+            doc,
+            display: display.to_owned(),
+        })
+    }
+
+    pub fn to_text(&self) -> String {
+        self.doc.to_string()
+    }
+
+    /// Makes the array `key` hold exactly one entry with `entry`'s identity, equal to `entry`.
+    /// Works on `[[key]]` tables and on an inline `key = [...]` array alike.
+    pub fn upsert_entry(&mut self, key: &str, entry: &Entry) -> Result<(), Refusal> {
+        let was_empty = self.doc.as_table().is_empty();
+        match self.doc.get_mut(key) {
+            None => {
+                let mut tables = ArrayOfTables::new();
+                let mut table = entry_table(entry);
+                if !was_empty {
+                    table.decor_mut().set_prefix("\n");
+                }
+                tables.push(table);
+                self.doc.insert(key, Item::ArrayOfTables(tables));
+            }
+            Some(Item::ArrayOfTables(tables)) => {
+                let positions: Vec<usize> = tables
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, t)| is_ours_table(t, entry))
+                    .map(|(i, _)| i)
+                    .collect();
+                match positions.split_first() {
+                    None => {
+                        let mut table = entry_table(entry);
+                        table.decor_mut().set_prefix("\n");
+                        tables.push(table);
+                    }
+                    Some((first, duplicates)) => {
+                        let table = tables.get_mut(*first).expect("index from iteration");
+                        sync_table(table, entry);
+                        for index in duplicates.iter().rev() {
+                            tables.remove(*index);
+                        }
+                    }
+                }
+            }
+            Some(Item::Value(Value::Array(array))) => {
+                let positions: Vec<usize> = array
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, v)| {
+                        v.as_inline_table()
+                            .is_some_and(|t| is_ours_inline(t, entry))
+                    })
+                    .map(|(i, _)| i)
+                    .collect();
+                match positions.split_first() {
+                    None => array.push(Value::InlineTable(entry_inline(entry))),
+                    Some((first, duplicates)) => {
+                        let same = array
+                            .get(*first)
+                            .and_then(Value::as_inline_table)
+                            .is_some_and(|t| inline_equals(t, entry));
+                        if !same {
+                            array.replace(*first, Value::InlineTable(entry_inline(entry)));
+                        }
+                        for index in duplicates.iter().rev() {
+                            array.remove(*index);
+                        }
+                    }
+                }
+            }
+            Some(_) => {
+                return Err(Refusal::whole(
+                    &self.display,
+                    format!("`{key}` is neither a [[{key}]] table list nor an array"),
+                    "fix its type by hand, then run memloop again",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes every entry with `entry`'s identity; drops the key when it is left empty and
+    /// `drop_empty` holds (memloop created it).
+    pub fn remove_entry(&mut self, key: &str, entry: &Entry, drop_empty: bool) {
+        let empty = match self.doc.get_mut(key) {
+            Some(Item::ArrayOfTables(tables)) => {
+                tables.retain(|t| !is_ours_table(t, entry));
+                tables.is_empty()
+            }
+            Some(Item::Value(Value::Array(array))) => {
+                array.retain(|v| {
+                    !v.as_inline_table()
+                        .is_some_and(|t| is_ours_inline(t, entry))
+                });
+                array.is_empty()
+            }
+            _ => false,
+        };
+        if empty && drop_empty {
+            self.doc.remove(key);
+        }
+    }
+
+    /// Whether an entry with `entry`'s identity exists.
+    pub fn has_key(&self, key: &str) -> bool {
+        self.doc.get(key).is_some()
+    }
+}
+
+fn is_ours_table(table: &Table, entry: &Entry) -> bool {
+    let (field, value) = &entry.identity;
+    table.get(field).and_then(Item::as_str) == Some(value.as_str())
+}
+
+fn is_ours_inline(table: &InlineTable, entry: &Entry) -> bool {
+    let (field, value) = &entry.identity;
+    table.get(field).and_then(Value::as_str) == Some(value.as_str())
+}
+
+fn inline_equals(table: &InlineTable, entry: &Entry) -> bool {
+    table.len() == entry.fields.len()
+        && entry
+            .fields
+            .iter()
+            .all(|(k, v)| table.get(k).is_some_and(|existing| v.matches(existing)))
+}
+
+fn entry_table(entry: &Entry) -> Table {
+    let mut table = Table::new();
+    for (key, value) in &entry.fields {
+        table.insert(key, Item::Value(value.to_value()));
+    }
+    table
+}
+
+fn entry_inline(entry: &Entry) -> InlineTable {
+    let mut table = InlineTable::new();
+    for (key, value) in &entry.fields {
+        table.insert(key, value.to_value());
+    }
+    table.fmt();
+    table
+}
+
+/// Brings an existing table to the desired fields, touching only keys whose values differ.
+fn sync_table(table: &mut Table, entry: &Entry) {
+    let stale: Vec<String> = table
+        .iter()
+        .map(|(k, _)| k.to_owned())
+        .filter(|k| !entry.fields.iter().any(|(f, _)| f == k))
+        .collect();
+    for key in stale {
+        table.remove(&key);
+    }
+    for (key, value) in &entry.fields {
+        let same = table
+            .get(key)
+            .and_then(Item::as_value)
+            .is_some_and(|existing| value.matches(existing));
+        if !same {
+            table.insert(key, Item::Value(value.to_value()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stop_hook() -> Entry {
+        Entry {
+            fields: vec![
+                ("event".into(), EntryValue::String("Stop".into())),
+                (
+                    "command".into(),
+                    EntryValue::String("memloop hook stop --agent kimi".into()),
+                ),
+                ("timeout".into(), EntryValue::Integer(15)),
+            ],
+            identity: ("command".into(), "memloop hook stop --agent kimi".into()),
+        }
+    }
+
+    #[test]
+    fn appends_a_table_after_comments_and_removes_it_exactly() {
+        let original = "# my config\ndefault_model = \"k\"\n\n[[hooks]]\nevent = \"PreToolUse\" # mine\ncommand = \"x\"\n";
+        let mut doc = TomlDoc::parse(original, "config.toml").unwrap();
+        doc.upsert_entry("hooks", &stop_hook()).unwrap();
+        let edited = doc.to_text();
+        assert_eq!(
+            edited,
+            format!(
+                "{original}\n[[hooks]]\nevent = \"Stop\"\ncommand = \"memloop hook stop --agent kimi\"\ntimeout = 15\n"
+            )
+        );
+        doc.upsert_entry("hooks", &stop_hook()).unwrap();
+        assert_eq!(doc.to_text(), edited);
+        doc.remove_entry("hooks", &stop_hook(), false);
+        assert_eq!(doc.to_text(), original);
+    }
+
+    #[test]
+    fn empty_inline_array_takes_the_entry_and_stays_valid() {
+        let mut doc = TomlDoc::parse("hooks = []\nmodel = \"m\"\n", "config.toml").unwrap();
+        doc.upsert_entry("hooks", &stop_hook()).unwrap();
+        let text = doc.to_text();
+        assert!(text.parse::<DocumentMut>().is_ok(), "{text}");
+        assert!(text.starts_with("hooks = [{ event = \"Stop\""), "{text}");
+    }
+
+    #[test]
+    fn duplicate_definition_is_refused_with_a_hint() {
+        let err =
+            TomlDoc::parse("hooks = []\n[[hooks]]\nevent = \"Stop\"\n", "config.toml").unwrap_err();
+        assert!(err.to_string().starts_with("config.toml:2:"), "{err}");
+    }
+}
