@@ -1,10 +1,75 @@
-//! Placeholder until the serve work lands; replaced by its owner.
+//! `memloop serve`: the embedded memory MCP server, over stdio.
+//!
+//! Rooms: `protocol` (MCP handler) and `tools` with `args` (what the model sees and sends),
+//! `store` (the notes of one repository) on `record` (the file format), `search` (ranking) and
+//! `files` (locking and atomic writes).
 
+mod args;
+mod files;
+mod protocol;
+mod record;
+mod search;
+mod store;
+mod tools;
+
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(Debug, clap::Args)]
-pub struct ServeArgs {}
+use anyhow::Context;
+use rmcp::ServiceExt;
 
-pub fn run(_args: ServeArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not built yet")
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Repository whose memory to serve [default: found by walking up from the working
+    /// directory to the nearest memloop.toml, else .git]
+    #[arg(long, value_name = "DIR", env = "MEMLOOP_ROOT")]
+    pub root: Option<PathBuf>,
+}
+
+pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let root = repository(args.root);
+    if let Err(why) = &root {
+        // The client shows the server as connected either way; every tool call repeats this.
+        eprintln!("memloop serve: {why}");
+    }
+    let server = protocol::MemoryServer::start(root);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("could not start the async runtime")?;
+    let handler = server.clone();
+    runtime.block_on(async move {
+        let running = handler
+            .serve(rmcp::transport::stdio())
+            .await
+            .context("the MCP handshake on stdin/stdout failed")?;
+        running
+            .waiting()
+            .await
+            .context("the MCP session ended abnormally")?;
+        anyhow::Ok(())
+    })?;
+    server.shutdown();
+    Ok(ExitCode::SUCCESS)
+}
+
+fn repository(given: Option<PathBuf>) -> Result<PathBuf, String> {
+    if let Some(dir) = given {
+        return match dir.canonicalize() {
+            Ok(dir) if dir.is_dir() => Ok(dir),
+            _ => Err(format!(
+                "--root {}: not a folder; pass the repository's folder",
+                dir.display()
+            )),
+        };
+    }
+    let cwd = std::env::current_dir()
+        .map_err(|err| format!("could not read the working directory: {err}"))?;
+    crate::config::find_root(&cwd).ok_or_else(|| {
+        format!(
+            "no repository above {} (looked for memloop.toml, then .git); start the server \
+             inside a repository or pass --root <dir>",
+            cwd.display()
+        )
+    })
 }

@@ -1,0 +1,143 @@
+//! The MCP face of the store: server identity, the tool list, and tool calls.
+//!
+//! The store loads on a thread of its own while the client is still shaking hands, so
+//! `initialize` and `tools/list` answer at once even over ten thousand notes; the first tool
+//! call waits for the load if it is still running.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, DiscoverRequestMethod, DiscoverResult, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+
+use super::store::Store;
+use super::tools;
+
+const INSTRUCTIONS: &str = "The repository's memory. Before exploring or working on anything \
+you don't already know, call context_query. After every action, memory_store what you learned \
+and why. To replace a note, store the new one, then memory_forget the old one.";
+
+enum State {
+    Loading(JoinHandle<anyhow::Result<Store>>),
+    Ready(Store),
+    /// Why no tool can work, worded for the model (and so for the user it reports to).
+    Unavailable(String),
+    /// Only while a load is being joined.
+    Taken,
+}
+
+#[derive(Clone)]
+pub struct MemoryServer {
+    state: Arc<Mutex<State>>,
+}
+
+impl MemoryServer {
+    /// Starts loading the memory of `root`; `Err` carries why there is no repository to serve.
+    pub fn start(root: Result<PathBuf, String>) -> MemoryServer {
+        let state = match root {
+            Ok(root) => State::Loading(std::thread::spawn(move || Store::open(&root))),
+            Err(why) => State::Unavailable(why),
+        };
+        MemoryServer {
+            state: Arc::new(Mutex::new(state)),
+        }
+    }
+
+    fn with_store<R>(&self, f: impl FnOnce(&mut Store) -> R) -> Result<R, String> {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let State::Loading(_) = &*state {
+            let State::Loading(handle) = std::mem::replace(&mut *state, State::Taken) else {
+                unreachable!("checked above")
+            };
+            *state = match handle.join() {
+                Ok(Ok(store)) => State::Ready(store),
+                Ok(Err(err)) => State::Unavailable(format!(
+                    "could not load the memory store: {err:#}; fix the cause and restart the \
+                     memory server"
+                )),
+                Err(_) => State::Unavailable(
+                    "loading the memory store crashed; see the server's stderr".into(),
+                ),
+            };
+        }
+        match &mut *state {
+            State::Ready(store) => Ok(f(store)),
+            State::Unavailable(why) => Err(why.clone()),
+            State::Loading(_) | State::Taken => Err("the memory store is not loaded".into()),
+        }
+    }
+
+    /// Writes the derived cache if this session changed anything, so the next start is quick.
+    pub fn shutdown(&self) {
+        if let Err(why) = self
+            .with_store(|store| store.save_cache())
+            .and_then(|r| r.map_err(|e| format!("{e:#}")))
+        {
+            eprintln!("memloop serve: the cache was not saved ({why}); the next start rebuilds it");
+        }
+    }
+}
+
+impl ServerHandler for MemoryServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("memloop", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    /// Claude Code probes with `server/discover` before `initialize`. Declining it keeps every
+    /// client on the `initialize` handshake, the one checked against the real agents; the
+    /// clients treat "method not found" as a server that wants it.
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        Err(ErrorData::method_not_found::<DiscoverRequestMethod>())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools::list()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.as_ref();
+        if !tools::is_known(name) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool {name:?}; this server has {}",
+                    tools::list()
+                        .iter()
+                        .map(|t| t.name.as_ref())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                None,
+            ));
+        }
+        let args = request.arguments.unwrap_or_default();
+        let outcome = self
+            .with_store(|store| tools::call(store, name, &args))
+            .and_then(|r| r)
+            .map_err(|why| {
+                if why.starts_with(name) {
+                    why
+                } else {
+                    format!("{name}: {why}")
+                }
+            });
+        Ok(tools::result(outcome).into())
+    }
+}

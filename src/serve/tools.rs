@@ -1,0 +1,375 @@
+//! The seven tools: what the model reads about them, and what each call does.
+//!
+//! The names match what the rules and the Stop gate count (`memory_store`, `context_query`,
+//! `route_query`), so a team can switch to a hosted server without changing anything else.
+
+use std::sync::Arc;
+
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
+use serde_json::{Value, json};
+
+use super::args::Args;
+use super::record::{CATEGORIES, Note, Route};
+use super::store::{Change, NewNote, RouteFields, Store};
+
+/// A note holds one fact and its reason; past this it is several notes or a document.
+pub const NOTE_LIMIT: usize = 4000;
+const ROUTE_TEXT_LIMIT: usize = 1000;
+const TITLE_LIMIT: usize = 120;
+const PATH_LIMIT: usize = 300;
+const QUERY_LIMIT: usize = 1000;
+const DEFAULT_RESULTS: i64 = 5;
+const MAX_RESULTS: i64 = 20;
+/// Routes that come along with a `context_query`: where to look next, not a second result list.
+const ROUTES_WITH_CONTEXT: usize = 3;
+
+pub fn list() -> Vec<Tool> {
+    let tool = |name: &'static str, description: &'static str, schema: Value, read_only: bool| {
+        let Value::Object(schema) = schema else {
+            unreachable!("tool schemas are objects")
+        };
+        Tool::new(name, description, Arc::new(schema)).with_annotations(
+            ToolAnnotations::new()
+                .read_only(read_only)
+                .destructive(false)
+                .open_world(false),
+        )
+    };
+    vec![
+        tool(
+            "context_query",
+            "Look up the memory store before exploring or working on anything you don't already \
+             know. Returns the best notes (id, content, category, importance, tags) and the \
+             routes to the files involved.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "Keywords of the task, e.g. \"spanish vat checkout rounding\"."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS, "description": "How many notes at most (default 5)."}
+                },
+                "required": ["query"],
+                "additionalProperties": false
+            }),
+            true,
+        ),
+        tool(
+            "memory_store",
+            "After every action, store what you learned and why: one fact and its reason per \
+             note. Returns the note's id. To replace a note, store the new one, then \
+             memory_forget the old one.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "content": {"type": "string", "maxLength": NOTE_LIMIT, "description": "The fact and why it matters, so the next session can act on it without asking."},
+                    "category": {"type": "string", "enum": CATEGORIES, "description": "decisions: what was chosen and why; gotchas: traps and their fix; patterns: how things are done here; context: background facts."},
+                    "importance": {"type": "integer", "minimum": 1, "maximum": 10, "description": "How much the next session loses if it misses this note. Most notes are 4 to 6."},
+                    "tags": {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 5, "description": "Two to five short keywords a later query would use."},
+                    "task_id": {"type": "string", "description": "The task or issue this came from, if any."}
+                },
+                "required": ["content", "category", "importance", "tags"],
+                "additionalProperties": false
+            }),
+            false,
+        ),
+        tool(
+            "memory_forget",
+            "Forget an outdated note by id, after storing the note that replaces it. Forgotten \
+             notes never answer a query; memory_restore undoes it.",
+            id_schema("The note's id, from memory_store or context_query."),
+            false,
+        ),
+        tool(
+            "memory_restore",
+            "Bring back a note that was forgotten by mistake.",
+            id_schema("The forgotten note's id."),
+            false,
+        ),
+        tool(
+            "route_query",
+            "Find where something lives (files and folders) before searching the tree.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What you are looking for, e.g. \"vat rounding\"."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS, "description": "How many routes at most (default 5)."}
+                },
+                "required": ["query"],
+                "additionalProperties": false
+            }),
+            true,
+        ),
+        tool(
+            "create_route",
+            "After exploring the code, record where something lives so the next session goes \
+             straight there.",
+            json!({
+                "type": "object",
+                "properties": route_properties(),
+                "required": ["title", "description", "paths"],
+                "additionalProperties": false
+            }),
+            false,
+        ),
+        tool(
+            "update_route",
+            "Correct a route whose paths or description went stale; pass only what changes.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "description": "The route's id, from create_route or route_query."},
+                    "title": route_properties()["title"],
+                    "description": route_properties()["description"],
+                    "paths": route_properties()["paths"]
+                },
+                "required": ["id"],
+                "additionalProperties": false
+            }),
+            false,
+        ),
+    ]
+}
+
+fn id_schema(description: &str) -> Value {
+    json!({
+        "type": "object",
+        "properties": {"id": {"type": "string", "description": description}},
+        "required": ["id"],
+        "additionalProperties": false
+    })
+}
+
+fn route_properties() -> Value {
+    json!({
+        "title": {"type": "string", "maxLength": TITLE_LIMIT, "description": "A few words, e.g. \"VAT rounding\"."},
+        "description": {"type": "string", "maxLength": ROUTE_TEXT_LIMIT, "description": "One line saying what is where, e.g. \"VAT rounding lives in shop/checkout/tax.py\"."},
+        "paths": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 20, "description": "Files or folders, relative to the repository root."}
+    })
+}
+
+pub fn is_known(name: &str) -> bool {
+    matches!(
+        name,
+        "context_query"
+            | "memory_store"
+            | "memory_forget"
+            | "memory_restore"
+            | "route_query"
+            | "create_route"
+            | "update_route"
+    )
+}
+
+/// Runs one known tool. `Err` is a message for the model; it becomes a tool error.
+pub fn call(store: &mut Store, name: &str, args: &JsonObject) -> Result<Value, String> {
+    let failed = |err: anyhow::Error| format!("{name}: {err:#}");
+    match name {
+        "context_query" => {
+            let (query, limit) = query_args(args, name)?;
+            store.refresh().map_err(failed)?;
+            let notes: Vec<Value> = store
+                .notes
+                .ranked(&query, limit)
+                .into_iter()
+                .map(|(id, note)| note_json(id, note))
+                .collect();
+            let routes: Vec<Value> = store
+                .routes
+                .ranked(&query, ROUTES_WITH_CONTEXT)
+                .into_iter()
+                .map(|(id, route)| route_json(id, route))
+                .collect();
+            let mut answer = json!({"notes": notes, "routes": routes});
+            if notes.is_empty() {
+                answer["hint"] = json!(
+                    "No stored note matches. Once you have worked it out, memory_store what you \
+                     learned and why."
+                );
+            }
+            Ok(answer)
+        }
+        "route_query" => {
+            let (query, limit) = query_args(args, name)?;
+            store.refresh().map_err(failed)?;
+            let routes: Vec<Value> = store
+                .routes
+                .ranked(&query, limit)
+                .into_iter()
+                .map(|(id, route)| route_json(id, route))
+                .collect();
+            Ok(json!({"routes": routes}))
+        }
+        "memory_store" => {
+            let new = store_args(args)?;
+            let id = store.store_note(new).map_err(failed)?;
+            Ok(json!({"id": id, "file": Store::relative_path::<Note>(&id)}))
+        }
+        "memory_forget" | "memory_restore" => {
+            let id = id_arg(args, name)?;
+            let forget = name == "memory_forget";
+            let change = store.set_forgotten(&id, forget).map_err(failed)?;
+            let mut answer = json!({"id": id, "forgotten": forget});
+            if let Change::AlreadyThatWay = change {
+                answer["note"] = json!(if forget {
+                    "it was already forgotten"
+                } else {
+                    "it was not forgotten"
+                });
+            }
+            Ok(answer)
+        }
+        "create_route" => {
+            let mut a = Args::new(args, &["title", "description", "paths"]);
+            let fields = route_args(&mut a, true);
+            a.finish(name)?;
+            let id = store
+                .create_route(
+                    fields.title.unwrap_or_default(),
+                    fields.description.unwrap_or_default(),
+                    fields.paths.unwrap_or_default(),
+                )
+                .map_err(failed)?;
+            Ok(json!({"id": id, "file": Store::relative_path::<Route>(&id)}))
+        }
+        "update_route" => {
+            let mut a = Args::new(args, &["id", "title", "description", "paths"]);
+            let id = a.text("id", true, 100, true);
+            let fields = route_args(&mut a, false);
+            if fields.title.is_none()
+                && fields.description.is_none()
+                && fields.paths.is_none()
+                && !["title", "description", "paths"].iter().any(|k| a.has(k))
+            {
+                a.problem("give at least one of title, description, paths".into());
+            }
+            a.finish(name)?;
+            let id = id.unwrap_or_default();
+            let route = store.update_route(&id, fields).map_err(failed)?;
+            Ok(json!({"id": id, "route": route_json(&id, &route)}))
+        }
+        _ => Err(format!("{name}: no such tool")),
+    }
+}
+
+fn query_args(args: &JsonObject, tool: &str) -> Result<(String, usize), String> {
+    let mut a = Args::new(args, &["query", "limit"]);
+    let query = a.text("query", true, QUERY_LIMIT, false);
+    let limit = a.integer("limit", false, 1, MAX_RESULTS, "");
+    a.finish(tool)?;
+    Ok((
+        query.unwrap_or_default(),
+        limit.unwrap_or(DEFAULT_RESULTS) as usize,
+    ))
+}
+
+fn id_arg(args: &JsonObject, tool: &str) -> Result<String, String> {
+    let mut a = Args::new(args, &["id"]);
+    let id = a.text("id", true, 100, true);
+    a.finish(tool)?;
+    Ok(id.unwrap_or_default())
+}
+
+fn store_args(args: &JsonObject) -> Result<NewNote, String> {
+    let mut a = Args::new(
+        args,
+        &["content", "category", "importance", "tags", "task_id"],
+    );
+    let content = a.text("content", true, NOTE_LIMIT, false);
+    let category = a.text("category", true, 40, true).and_then(|given| {
+        let found = category(&given);
+        if found.is_none() {
+            a.problem(format!(
+                "category: use one of {}, got {given:?}",
+                CATEGORIES.join(", ")
+            ));
+        }
+        found
+    });
+    let importance = a.integer(
+        "importance",
+        true,
+        1,
+        10,
+        " (how much the next session loses if it misses this; most notes are 4 to 6)",
+    );
+    let tags = a.list("tags", true, (2, 5), 40, "tags");
+    let task_id = a.text("task_id", false, 100, true);
+    a.finish("memory_store")?;
+    Ok(NewNote {
+        content: content.unwrap_or_default(),
+        category: category.unwrap_or_default(),
+        importance: importance.unwrap_or_default() as u8,
+        tags: tags.unwrap_or_default(),
+        task_id,
+    })
+}
+
+/// The canonical category for what the model wrote: any case, singular or plural.
+fn category(given: &str) -> Option<String> {
+    let given = given.to_lowercase();
+    CATEGORIES
+        .iter()
+        .find(|c| given == **c || c.strip_suffix('s') == Some(given.as_str()))
+        .map(|c| (*c).to_owned())
+}
+
+fn route_args(a: &mut Args<'_>, required: bool) -> RouteFields {
+    let title = a.text("title", required, TITLE_LIMIT, true);
+    let description = a.text("description", required, ROUTE_TEXT_LIMIT, false);
+    let paths = a
+        .list("paths", required, (1, 20), PATH_LIMIT, "paths")
+        .and_then(|paths| {
+            let mut clean = Vec::new();
+            for path in paths {
+                let path = path.strip_prefix("./").unwrap_or(&path).to_owned();
+                let escapes = path.split(['/', '\\']).any(|part| part == "..");
+                let absolute =
+                    path.starts_with(['/', '\\', '~']) || path.as_bytes().get(1) == Some(&b':');
+                if escapes || absolute {
+                    a.problem(format!(
+                        "paths: give paths relative to the repository root, got {path:?}"
+                    ));
+                    return None;
+                }
+                clean.push(path);
+            }
+            Some(clean)
+        });
+    RouteFields {
+        title,
+        description,
+        paths,
+    }
+}
+
+fn note_json(id: &str, note: &Note) -> Value {
+    let mut value = json!({
+        "id": id,
+        "content": note.content,
+        "category": note.category,
+        "importance": note.importance,
+        "tags": note.tags,
+        "created": note.created,
+    });
+    if let Some(task) = &note.task_id {
+        value["task_id"] = json!(task);
+    }
+    value
+}
+
+fn route_json(id: &str, route: &Route) -> Value {
+    json!({
+        "id": id,
+        "title": route.title,
+        "description": route.description,
+        "paths": route.paths,
+    })
+}
+
+/// What the client receives: the JSON as text (what most agents show the model) and as
+/// structured content.
+pub fn result(outcome: Result<Value, String>) -> CallToolResult {
+    match outcome {
+        Ok(value) => CallToolResult::structured(value),
+        Err(message) => CallToolResult::error(vec![ContentBlock::text(message)]),
+    }
+}
