@@ -1,0 +1,395 @@
+//! Incremental reading of append-only JSONL logs (Claude's transcript, Kimi's `wire.jsonl`, the
+//! OpenCode ledger) from a saved byte offset, in flat memory whatever the file's size.
+//!
+//! Only complete lines are handed out: the agents write their logs asynchronously, so a last
+//! line without its newline is left for the next check and the saved offset stays before it.
+//! A file that shrank, whose first bytes changed, or that is another inode was truncated or
+//! replaced: [`Cursor::resume`] says so and the caller starts over from byte 0.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// Lines up to this size are handed out whole; longer ones only by position, so a caller can
+/// stream-parse them without holding them in memory.
+pub const MAX_LINE: usize = 2 << 20;
+const CHUNK: usize = 128 << 10;
+/// How much of the file's start identifies it across checks.
+const HEAD: u64 = 4096;
+
+/// Where the last check stopped in one file, and what that file looked like then.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cursor {
+    pub path: PathBuf,
+    pub offset: u64,
+    pub dev: u64,
+    pub ino: u64,
+    pub head_len: u64,
+    pub head_hash: String,
+}
+
+/// How reading a file resumes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resume {
+    /// Same file, grown or unchanged: continue at the saved offset.
+    At(u64),
+    /// Never read before: start at 0.
+    New,
+    /// Truncated or replaced since the last check: start over at 0.
+    Restart,
+}
+
+impl Cursor {
+    /// Compares the saved cursor with the file now open at `path`.
+    pub fn resume(saved: Option<&Cursor>, path: &Path, file: &mut File) -> io::Result<Resume> {
+        let Some(saved) = saved.filter(|saved| saved.path == path) else {
+            return Ok(Resume::New);
+        };
+        let meta = file.metadata()?;
+        let (dev, ino) = identity(&meta);
+        if (dev, ino) != (saved.dev, saved.ino) || meta.len() < saved.offset {
+            return Ok(Resume::Restart);
+        }
+        if head_hash(file, saved.head_len)? != saved.head_hash {
+            return Ok(Resume::Restart);
+        }
+        Ok(Resume::At(saved.offset))
+    }
+
+    /// The cursor to save after reading `file` up to `offset`.
+    pub fn after(path: &Path, file: &mut File, offset: u64) -> io::Result<Cursor> {
+        let meta = file.metadata()?;
+        let (dev, ino) = identity(&meta);
+        let head_len = offset.min(HEAD);
+        Ok(Cursor {
+            path: path.to_path_buf(),
+            offset,
+            dev,
+            ino,
+            head_len,
+            head_hash: head_hash(file, head_len)?,
+        })
+    }
+}
+
+#[cfg(unix)]
+fn identity(meta: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
+}
+
+#[cfg(not(unix))]
+fn identity(_meta: &std::fs::Metadata) -> (u64, u64) {
+    (0, 0)
+}
+
+fn head_hash(file: &mut File, len: u64) -> io::Result<String> {
+    file.seek(SeekFrom::Start(0))?;
+    let mut head = Vec::with_capacity(len as usize);
+    file.by_ref().take(len).read_to_end(&mut head)?;
+    if (head.len() as u64) < len {
+        // Shorter than what was read before: a different file.
+        return Ok(String::new());
+    }
+    let digest = Sha256::digest(&head);
+    Ok(digest.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+/// One complete line, without its `\n` (and without a `\r` before it).
+pub enum Line<'a> {
+    Whole(&'a [u8]),
+    /// Longer than [`MAX_LINE`]: read it with [`Lines::stream`].
+    Long {
+        start: u64,
+        len: u64,
+    },
+}
+
+/// Complete lines of `file` from an offset on, read in fixed-size chunks.
+pub struct Lines<'f> {
+    file: &'f File,
+    chunk: Vec<u8>,
+    /// Bytes of `chunk` not handed out yet: `chunk[at..filled]`.
+    at: usize,
+    filled: usize,
+    /// File offset of `chunk[0]`.
+    chunk_start: u64,
+    /// Offset just after the last complete line handed out.
+    done: u64,
+    carry: Vec<u8>,
+    eof: bool,
+}
+
+impl<'f> Lines<'f> {
+    pub fn new(file: &'f File, offset: u64) -> io::Result<Lines<'f>> {
+        let mut handle = file;
+        handle.seek(SeekFrom::Start(offset))?;
+        Ok(Lines {
+            file,
+            chunk: vec![0; CHUNK],
+            at: 0,
+            filled: 0,
+            chunk_start: offset,
+            done: offset,
+            carry: Vec::new(),
+            eof: false,
+        })
+    }
+
+    /// The offset after the last complete line returned: what to save.
+    pub fn offset(&self) -> u64 {
+        self.done
+    }
+
+    fn refill(&mut self) -> io::Result<()> {
+        self.chunk_start += self.filled as u64;
+        self.at = 0;
+        self.filled = 0;
+        let mut handle = self.file;
+        loop {
+            match handle.read(&mut self.chunk) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Ok(());
+                }
+                Ok(n) => {
+                    self.filled = n;
+                    return Ok(());
+                }
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                Err(err) => return Err(err),
+            }
+        }
+    }
+
+    /// The next complete line, or `None` at the end (a partial last line is not returned).
+    pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+        self.carry.clear();
+        let start = self.done;
+        let mut long = false;
+        loop {
+            if self.at == self.filled {
+                if self.eof {
+                    return Ok(None);
+                }
+                self.refill()?;
+                continue;
+            }
+            let rest = &self.chunk[self.at..self.filled];
+            match memchr::memchr(b'\n', rest) {
+                Some(i) => {
+                    let end = self.at + i;
+                    let line_start = self.at;
+                    self.at = end + 1;
+                    let len = self.chunk_start + end as u64 - start;
+                    self.done = self.chunk_start + self.at as u64;
+                    if long || len as usize > MAX_LINE {
+                        return Ok(Some(Line::Long { start, len }));
+                    }
+                    if self.carry.is_empty() {
+                        return Ok(Some(Line::Whole(trim_cr(&self.chunk[line_start..end]))));
+                    }
+                    self.carry.extend_from_slice(&self.chunk[line_start..end]);
+                    return Ok(Some(Line::Whole(trim_cr(&self.carry))));
+                }
+                None => {
+                    if !long {
+                        self.carry.extend_from_slice(rest);
+                        if self.carry.len() > MAX_LINE {
+                            // Keep memory flat: stop copying, remember only where it starts.
+                            long = true;
+                            self.carry = Vec::new();
+                        }
+                    }
+                    self.at = self.filled;
+                }
+            }
+        }
+    }
+
+    /// The bytes of a [`Line::Long`], read straight from the file.
+    pub fn stream(&self, start: u64, len: u64) -> impl Read + '_ {
+        At {
+            file: self.file,
+            pos: start,
+            end: start + len,
+        }
+    }
+}
+
+/// Parses the complete lines of `file` from `offset` on as `T`, and returns the offset to save.
+/// Lines without `needle` are skipped unparsed (the cheap path through large logs); lines that
+/// are not valid JSON or not shaped like `T` are skipped, since the formats are internal to the
+/// agents and change between versions.
+pub fn read_rows<T: DeserializeOwned>(
+    file: &File,
+    offset: u64,
+    needle: &[u8],
+    mut each: impl FnMut(T),
+) -> io::Result<u64> {
+    let finder = memchr::memmem::Finder::new(needle);
+    let mut lines = Lines::new(file, offset)?;
+    loop {
+        let row = match lines.next_line()? {
+            None => break,
+            Some(Line::Whole(bytes)) => {
+                if finder.find(bytes).is_none() {
+                    continue;
+                }
+                serde_json::from_slice::<T>(bytes).ok()
+            }
+            Some(Line::Long { start, len }) => {
+                let reader = io::BufReader::with_capacity(64 << 10, lines.stream(start, len));
+                serde_json::from_reader::<_, T>(reader).ok()
+            }
+        };
+        if let Some(row) = row {
+            each(row);
+        }
+    }
+    Ok(lines.offset())
+}
+
+fn trim_cr(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// A window of a file read by position, leaving the shared file offset alone.
+struct At<'f> {
+    file: &'f File,
+    pos: u64,
+    end: u64,
+}
+
+impl Read for At<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let want = (self.end - self.pos).min(buf.len() as u64) as usize;
+        if want == 0 {
+            return Ok(0);
+        }
+        let n = read_at(self.file, &mut buf[..want], self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    file.read_at(buf, pos)
+}
+
+#[cfg(windows)]
+fn read_at(file: &File, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+    use std::os::windows::fs::FileExt;
+    file.seek_read(buf, pos)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn collect(file: &File, offset: u64) -> (Vec<String>, u64) {
+        let mut lines = Lines::new(file, offset).unwrap();
+        let mut out = Vec::new();
+        loop {
+            let text = match lines.next_line().unwrap() {
+                None => break,
+                Some(Line::Whole(bytes)) => String::from_utf8(bytes.to_vec()).unwrap(),
+                Some(Line::Long { start, len }) => {
+                    let mut text = String::new();
+                    lines.stream(start, len).read_to_string(&mut text).unwrap();
+                    format!("long:{}", text.len())
+                }
+            };
+            out.push(text);
+        }
+        (out, lines.offset())
+    }
+
+    #[test]
+    fn partial_last_line_is_left_for_later() {
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(b"a\r\nbb\nccc").unwrap();
+        let (lines, offset) = collect(&file, 0);
+        assert_eq!(lines, ["a", "bb"]);
+        assert_eq!(offset, 6);
+        file.write_all(b"c\n").unwrap();
+        let (lines, offset) = collect(&file, offset);
+        assert_eq!(lines, ["cccc"]);
+        assert_eq!(offset, 11);
+    }
+
+    #[test]
+    fn lines_across_chunks_and_long_lines() {
+        let mut file = tempfile::tempfile().unwrap();
+        let mid = "x".repeat(CHUNK + 10);
+        let long = "y".repeat(MAX_LINE + CHUNK * 2 + 3);
+        write!(file, "{mid}\n{long}\nz\n").unwrap();
+        let (lines, offset) = collect(&file, 0);
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0], mid);
+        assert_eq!(lines[1], format!("long:{}", long.len()));
+        assert_eq!(lines[2], "z");
+        assert_eq!(offset, file.metadata().unwrap().len());
+    }
+
+    #[test]
+    fn cursor_detects_truncation_and_replacement() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        std::fs::write(&path, "one\ntwo\n").unwrap();
+        let mut file = File::open(&path).unwrap();
+        let cursor = Cursor::after(&path, &mut file, 8).unwrap();
+        assert_eq!(Cursor::resume(None, &path, &mut file).unwrap(), Resume::New);
+        assert_eq!(
+            Cursor::resume(Some(&cursor), &path, &mut file).unwrap(),
+            Resume::At(8)
+        );
+
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"three\n")
+            .unwrap();
+        let mut file = File::open(&path).unwrap();
+        assert_eq!(
+            Cursor::resume(Some(&cursor), &path, &mut file).unwrap(),
+            Resume::At(8)
+        );
+
+        // Same inode, shorter: truncated.
+        std::fs::write(&path, "one\n").unwrap();
+        let mut file = File::open(&path).unwrap();
+        assert_eq!(
+            Cursor::resume(Some(&cursor), &path, &mut file).unwrap(),
+            Resume::Restart
+        );
+
+        // Same inode, same length or longer, other first bytes: rewritten.
+        std::fs::write(&path, "uno\ntwo\nthree\n").unwrap();
+        let mut file = File::open(&path).unwrap();
+        assert_eq!(
+            Cursor::resume(Some(&cursor), &path, &mut file).unwrap(),
+            Resume::Restart
+        );
+
+        // Another file renamed over it with the same bytes: another inode.
+        let other = dir.path().join("new.jsonl");
+        std::fs::write(&other, "one\ntwo\nthree\n").unwrap();
+        let keep = File::open(&path).unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        let mut file = File::open(&path).unwrap();
+        assert_eq!(
+            Cursor::resume(Some(&cursor), &path, &mut file).unwrap(),
+            Resume::Restart
+        );
+        drop(keep);
+    }
+}
