@@ -13,6 +13,14 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Write memloop.toml (asking on a terminal, from flags otherwise), then sync.
+    Init(crate::commands::init::InitArgs),
+    /// Make the repository match memloop.toml; idempotent.
+    Sync(crate::commands::sync::SyncArgs),
+    /// Show what sync would change as unified diffs; exit 1 when something would.
+    Diff(crate::commands::diff::DiffArgs),
+    /// Remove exactly what memloop owns; nothing else changes.
+    Uninstall(crate::commands::uninstall::UninstallArgs),
     /// The Stop gate the agents call (stop, record).
     Hook(crate::gate::HookArgs),
     /// The embedded memory MCP server (stdio).
@@ -22,6 +30,10 @@ pub enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Init(args) => crate::commands::init::run(args),
+        Command::Sync(args) => crate::commands::sync::run(args),
+        Command::Diff(args) => crate::commands::diff::run(args),
+        Command::Uninstall(args) => crate::commands::uninstall::run(args),
         Command::Hook(args) => crate::gate::run(args),
         Command::Serve(args) => crate::serve::run(args),
     };

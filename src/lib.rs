@@ -4,9 +4,13 @@
 //! fragments per file; the `engine` applies them with a format-preserving editor (`edit`).
 //! The Stop gate (`gate`) and the embedded memory server (`serve`) are the runtime parts.
 
+pub mod agents;
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod edit;
+pub mod engine;
 pub mod gate;
 pub mod position;
 pub mod serve;
+pub mod target;

@@ -47,13 +47,27 @@ impl JsonDoc {
     /// Parses `text`; an empty or whitespace-only text is an empty object.
     pub fn parse(text: &str, dialect: Dialect, display: &str) -> Result<JsonDoc, Refusal> {
         let source = if text.trim().is_empty() { "{}\n" } else { text };
-        let root = CstRootNode::parse(source, &dialect.options()).map_err(|err| {
+        let refuse = |err: jsonc_parser::errors::ParseError| {
             let hint = match dialect {
-                Dialect::Strict => "this file must be strict JSON (no comments, no trailing commas): fix it, then run memloop again",
+                Dialect::Strict => {
+                    "this file must be strict JSON (no comments, no trailing commas): fix it, then run memloop again"
+                }
                 Dialect::Jsonc => "fix the syntax, then run memloop again",
             };
-            Refusal::at(display, err.line_display(), err.column_display(), err.kind().to_string(), hint)
-        })?;
+            Refusal::at(
+                display,
+                err.line_display(),
+                err.column_display(),
+                err.kind().to_string(),
+                hint,
+            )
+        };
+        // The CST keeps comments whatever the options say, so strictness is checked on the AST.
+        if dialect == Dialect::Strict {
+            jsonc_parser::parse_to_ast(source, &Default::default(), &dialect.options())
+                .map_err(refuse)?;
+        }
+        let root = CstRootNode::parse(source, &dialect.options()).map_err(refuse)?;
         let doc = JsonDoc {
             root,
             display: display.to_owned(),

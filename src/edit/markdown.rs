@@ -44,14 +44,14 @@ pub fn find(text: &str, display: &str) -> Result<Vec<Span>, Refusal> {
                 });
                 open = Some((offset, index + 1, version));
             }
-        } else if trimmed == END {
-            if let Some((start, _, version)) = open.take() {
-                spans.push(Span {
-                    start,
-                    end: offset + line.len(),
-                    version,
-                });
-            }
+        } else if trimmed == END
+            && let Some((start, _, version)) = open.take()
+        {
+            spans.push(Span {
+                start,
+                end: offset + line.len(),
+                version,
+            });
         }
         offset += line.len();
     }

@@ -46,7 +46,7 @@ impl TomlDoc {
         let doc = text.parse::<DocumentMut>().map_err(|err| {
             let (line, col) = err.span().map_or((1, 1), |span| crate::position::line_col(text, span.start));
             let problem = err.message().trim().to_owned();
-            let hint = if problem.contains("already") || problem.contains("redefine") {
+            let hint = if ["already", "redefine", "duplicate"].iter().any(|word| problem.contains(word)) {
                 "a key is defined twice (for example `hooks = []` next to `[[hooks]]` tables): keep one form, then run memloop again"
             } else {
                 "fix the TOML syntax, then run memloop again"

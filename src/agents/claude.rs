@@ -1,0 +1,79 @@
+//! Claude Code: the project MCP server in `.mcp.json` and the Stop hook in
+//! `.claude/settings.json` (both strict JSON). Facts: research/claude-code.md.
+
+use serde_json::{Map, Value, json};
+
+use super::Context;
+use crate::config::{AgentId, Transport};
+use crate::edit::json::Dialect;
+use crate::target::{Desired, Format, Fragment, Scope, Target};
+
+pub const HOOK_COMMAND: &str = "memloop hook stop --agent claude";
+/// Seconds; the gate reads only what was appended since its last check.
+pub const HOOK_TIMEOUT: u64 = 15;
+
+pub fn targets(ctx: &Context) -> anyhow::Result<Vec<Target>> {
+    let server = &ctx.server;
+    let (mcp_path, mcp_display) = ctx.project_target_display(".mcp.json");
+    let (settings_path, settings_display) = ctx.project_target_display(".claude/settings.json");
+    Ok(vec![
+        Target {
+            path: mcp_path,
+            display: mcp_display,
+            scope: Scope::Project,
+            agents: vec![AgentId::Claude],
+            desired: Desired::Fragments {
+                format: Format::Json(Dialect::Strict),
+                fragments: vec![Fragment::JsonMember {
+                    path: vec!["mcpServers".into(), server.name.clone()],
+                    value: server_entry(&server.transport),
+                }],
+            },
+            note: None,
+        },
+        Target {
+            path: settings_path,
+            display: settings_display,
+            scope: Scope::Project,
+            agents: vec![AgentId::Claude],
+            desired: Desired::Fragments {
+                format: Format::Json(Dialect::Strict),
+                fragments: vec![Fragment::JsonHookGroup {
+                    path: vec!["hooks".into(), "Stop".into()],
+                    value: hook_group(),
+                    command: HOOK_COMMAND.into(),
+                }],
+            },
+            note: None,
+        },
+    ])
+}
+
+/// `mcpServers.<name>` with `type` always set: an entry without it is taken for stdio.
+pub fn server_entry(transport: &Transport) -> Value {
+    match transport {
+        Transport::Http { url, headers } => {
+            let mut entry = Map::new();
+            entry.insert("type".into(), json!("http"));
+            entry.insert("url".into(), json!(url));
+            if !headers.is_empty() {
+                entry.insert("headers".into(), json!(headers));
+            }
+            Value::Object(entry)
+        }
+        Transport::Stdio { command, args, env } => {
+            let mut entry = Map::new();
+            entry.insert("type".into(), json!("stdio"));
+            entry.insert("command".into(), json!(command));
+            entry.insert("args".into(), json!(args));
+            if !env.is_empty() {
+                entry.insert("env".into(), json!(env));
+            }
+            Value::Object(entry)
+        }
+    }
+}
+
+pub fn hook_group() -> Value {
+    json!({"hooks": [{"type": "command", "command": HOOK_COMMAND, "timeout": HOOK_TIMEOUT}]})
+}

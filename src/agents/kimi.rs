@@ -1,0 +1,175 @@
+//! Kimi Code 2.x: the project MCP server in `.kimi-code/mcp.json` (`transport` always set: Kimi
+//! ignores `type`) and the Stop hook in the user's `$KIMI_CODE_HOME/config.toml` (Kimi has no
+//! project hooks). Legacy kimi-cli 1.x reads `~/.kimi/config.toml` and `~/.kimi/mcp.json`.
+//! Facts: research/kimi.md.
+
+use std::path::PathBuf;
+
+use anyhow::bail;
+use serde_json::{Map, Value, json};
+
+use super::Context;
+use super::detect::KimiFlavor;
+use crate::config::{AgentId, Piece, Transport, env_pieces};
+use crate::edit::json::Dialect;
+use crate::edit::toml::{Entry, EntryValue};
+use crate::target::{Desired, Format, Fragment, Scope, Target};
+
+pub const HOOK_COMMAND: &str = "memloop hook stop --agent kimi";
+pub const HOOK_TIMEOUT: i64 = 15;
+
+/// Kimi Code's data root: `$KIMI_CODE_HOME`, else `~/.kimi-code`.
+pub fn code_home(ctx: &Context) -> PathBuf {
+    std::env::var_os("KIMI_CODE_HOME")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| ctx.home.join(".kimi-code"), PathBuf::from)
+}
+
+/// Legacy kimi-cli's data root: `$KIMI_SHARE_DIR`, else `~/.kimi`.
+pub fn legacy_home(ctx: &Context) -> PathBuf {
+    std::env::var_os("KIMI_SHARE_DIR")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| ctx.home.join(".kimi"), PathBuf::from)
+}
+
+/// The targets, and what was left out for want of consent to write the user's files.
+pub fn targets(
+    ctx: &Context,
+    flavor: KimiFlavor,
+    skipped: &mut Vec<String>,
+) -> anyhow::Result<Vec<Target>> {
+    let entry = server_entry(&ctx.server.transport)?;
+    let server_member = Fragment::JsonMember {
+        path: vec!["mcpServers".into(), ctx.server.name.clone()],
+        value: entry,
+    };
+    let mut out = Vec::new();
+    let home = match flavor {
+        KimiFlavor::Code => {
+            let (path, display) = ctx.project_target_display(".kimi-code/mcp.json");
+            out.push(json_target(path, display, Scope::Project, server_member));
+            code_home(ctx)
+        }
+        KimiFlavor::Legacy => {
+            let home = legacy_home(ctx);
+            if ctx.user_scope {
+                let path = home.join("mcp.json");
+                out.push(json_target(
+                    path.clone(),
+                    ctx.display_user_path(&path),
+                    Scope::User,
+                    server_member,
+                ));
+            }
+            home
+        }
+    };
+    let config = home.join("config.toml");
+    if ctx.user_scope {
+        out.push(Target {
+            display: ctx.display_user_path(&config),
+            path: config,
+            scope: Scope::User,
+            agents: vec![AgentId::Kimi],
+            desired: Desired::Fragments {
+                format: Format::Toml,
+                fragments: vec![Fragment::TomlEntry {
+                    key: "hooks".into(),
+                    entry: hook_entry(),
+                }],
+            },
+            note: None,
+        });
+    } else {
+        let what = match flavor {
+            KimiFlavor::Code => "Kimi's Stop hook",
+            KimiFlavor::Legacy => "kimi-cli's Stop hook and MCP server",
+        };
+        skipped.push(format!(
+            "{what} live in your user config ({}), outside the repository: run `memloop sync --user-scope` to allow it",
+            ctx.display_user_path(&config)
+        ));
+    }
+    Ok(out)
+}
+
+fn json_target(path: PathBuf, display: String, scope: Scope, fragment: Fragment) -> Target {
+    Target {
+        path,
+        display,
+        scope,
+        agents: vec![AgentId::Kimi],
+        desired: Desired::Fragments {
+            format: Format::Json(Dialect::Strict),
+            fragments: vec![fragment],
+        },
+        note: None,
+    }
+}
+
+/// One `[[hooks]]` entry with only the keys Kimi accepts (an extra key disables every hook) and no
+/// matcher (Claude's `"*"` is an invalid regex there; the gate reads Kimi's session log itself).
+pub fn hook_entry() -> Entry {
+    Entry {
+        fields: vec![
+            ("event".into(), EntryValue::String("Stop".into())),
+            ("command".into(), EntryValue::String(HOOK_COMMAND.into())),
+            ("timeout".into(), EntryValue::Integer(HOOK_TIMEOUT)),
+        ],
+        identity: ("command".into(), HOOK_COMMAND.into()),
+    }
+}
+
+/// `mcpServers.<name>` with `transport`. Kimi reads no variables in headers; a bearer token comes
+/// from `bearerTokenEnvVar`, and a stdio server inherits the environment.
+pub fn server_entry(transport: &Transport) -> anyhow::Result<Value> {
+    let mut entry = Map::new();
+    match transport {
+        Transport::Http { url, headers } => {
+            entry.insert("transport".into(), json!("http"));
+            entry.insert("url".into(), json!(url));
+            for (name, value) in headers {
+                match (
+                    name.eq_ignore_ascii_case("authorization"),
+                    bearer_variable(value),
+                ) {
+                    (true, Some(var)) => {
+                        entry.insert("bearerTokenEnvVar".into(), json!(var));
+                    }
+                    _ => bail!(
+                        "server.headers.{name} = {value:?}: Kimi Code cannot read a variable in a header; \
+                         only `Authorization = \"Bearer ${{VAR}}\"` can be passed on (as bearerTokenEnvVar). \
+                         Remove the header or drop kimi from agents"
+                    ),
+                }
+            }
+        }
+        Transport::Stdio { command, args, env } => {
+            entry.insert("transport".into(), json!("stdio"));
+            entry.insert("command".into(), json!(command));
+            entry.insert("args".into(), json!(args));
+            for (name, value) in env {
+                let inherited =
+                    matches!(env_pieces(value).as_deref(), Some([Piece::Var(var)]) if var == name);
+                if !inherited {
+                    bail!(
+                        "server.env.{name} = {value:?}: Kimi Code cannot read variables in mcp.json; the server \
+                         inherits the environment, so only `{name} = \"${{{name}}}\"` works with kimi"
+                    );
+                }
+            }
+        }
+    }
+    Ok(Value::Object(entry))
+}
+
+fn bearer_variable(value: &str) -> Option<&str> {
+    match env_pieces(value)?.as_slice() {
+        [Piece::Literal(scheme), Piece::Var(var)]
+            if scheme.trim().eq_ignore_ascii_case("bearer") =>
+        {
+            Some(var)
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,100 @@
+//! OpenCode 1.x: `mcp.<name>` in `opencode.jsonc` (when it exists) or `opencode.json`, with
+//! `$schema` first so OpenCode never rewrites the file itself; the gate is a plugin file.
+//! Facts: research/opencode.md.
+
+use serde_json::{Map, Value, json};
+
+use super::Context;
+use crate::config::{AgentId, Piece, Transport, env_pieces};
+use crate::edit::json::Dialect;
+use crate::target::{Desired, Format, Fragment, Scope, Target};
+
+pub const SCHEMA_URL: &str = "https://opencode.ai/config.json";
+pub const PLUGIN_PATH: &str = ".opencode/plugins/memloop.js";
+
+pub fn targets(ctx: &Context) -> anyhow::Result<Vec<Target>> {
+    let server = &ctx.server;
+    // OpenCode >= 1.14 lets opencode.jsonc win over opencode.json; never create the twin.
+    let file = if ctx.root.join("opencode.jsonc").exists() {
+        "opencode.jsonc"
+    } else {
+        "opencode.json"
+    };
+    let (config_path, config_display) = ctx.project_target_display(file);
+    let (plugin_path, plugin_display) = ctx.project_target_display(PLUGIN_PATH);
+    Ok(vec![
+        Target {
+            path: config_path,
+            display: config_display,
+            scope: Scope::Project,
+            agents: vec![AgentId::Opencode],
+            desired: Desired::Fragments {
+                format: Format::Json(Dialect::Jsonc),
+                fragments: vec![
+                    Fragment::JsonFirstMember {
+                        key: "$schema".into(),
+                        value: json!(SCHEMA_URL),
+                    },
+                    Fragment::JsonMember {
+                        path: vec!["mcp".into(), server.name.clone()],
+                        value: server_entry(&server.transport),
+                    },
+                ],
+            },
+            note: None,
+        },
+        Target {
+            path: plugin_path,
+            display: plugin_display,
+            scope: Scope::Project,
+            agents: vec![AgentId::Opencode],
+            desired: Desired::Whole {
+                content: crate::gate::OPENCODE_PLUGIN.to_owned(),
+            },
+            note: None,
+        },
+    ])
+}
+
+/// `{type:"remote", url, headers?, enabled}` or `{type:"local", command:[argv], environment?, enabled}`.
+pub fn server_entry(transport: &Transport) -> Value {
+    let mut entry = Map::new();
+    match transport {
+        Transport::Http { url, headers } => {
+            entry.insert("type".into(), json!("remote"));
+            entry.insert("url".into(), json!(url));
+            if !headers.is_empty() {
+                entry.insert("headers".into(), references(headers));
+            }
+        }
+        Transport::Stdio { command, args, env } => {
+            entry.insert("type".into(), json!("local"));
+            let argv: Vec<&String> = std::iter::once(command).chain(args).collect();
+            entry.insert("command".into(), json!(argv));
+            if !env.is_empty() {
+                entry.insert("environment".into(), references(env));
+            }
+        }
+    }
+    entry.insert("enabled".into(), json!(true));
+    Value::Object(entry)
+}
+
+/// `${VAR}` becomes OpenCode's `{env:VAR}`.
+fn references(values: &std::collections::BTreeMap<String, String>) -> Value {
+    let converted: Map<String, Value> = values
+        .iter()
+        .map(|(key, value)| {
+            let text: String = env_pieces(value)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|piece| match piece {
+                    Piece::Literal(text) => text.to_owned(),
+                    Piece::Var(name) => format!("{{env:{name}}}"),
+                })
+                .collect();
+            (key.clone(), json!(text))
+        })
+        .collect();
+    Value::Object(converted)
+}

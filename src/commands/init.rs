@@ -1,0 +1,298 @@
+//! `memloop init`: write memloop.toml (asking on a terminal, from flags otherwise), then sync.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context as _, bail};
+
+use super::sync::{SyncArgs, sync};
+use super::{Repo, interactive};
+use crate::config::{self, AgentId, Config, Layout, Preset, ServerConfig};
+use crate::engine::state::InstallState;
+use crate::engine::{Change, Content};
+use crate::target::{Desired, Scope, Target};
+
+#[derive(Debug, clap::Args)]
+pub struct InitArgs {
+    /// Take the flags (and defaults) as the answers; never prompt.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Agents to set up, comma-separated: claude, opencode, kimi.
+    #[arg(long, value_delimiter = ',', value_parser = parse_agent)]
+    pub agents: Vec<AgentId>,
+    /// Name of the memory server in every agent's config.
+    #[arg(long, default_value = "memory")]
+    pub server_name: String,
+    /// A remote memory server (transport http).
+    #[arg(long, conflicts_with_all = ["command", "preset"])]
+    pub url: Option<String>,
+    /// A local memory server started by the agents (transport stdio), e.g. "npx -y my-server".
+    #[arg(long, conflicts_with = "preset")]
+    pub command: Option<String>,
+    /// An argument of --command that contains spaces; repeatable.
+    #[arg(long = "arg", requires = "command")]
+    pub args: Vec<String>,
+    /// A known hosted memory server.
+    #[arg(long, value_enum)]
+    pub preset: Option<PresetArg>,
+    /// How AGENTS.md shares the rules with CLAUDE.md.
+    #[arg(long, value_enum)]
+    pub layout: Option<LayoutArg>,
+    /// Allow writing the agents' user config outside the repository (Kimi's Stop hook).
+    #[arg(long)]
+    pub user_scope: bool,
+    /// Print what would be written and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Overwrite an existing memloop.toml and replace a same-named server memloop did not write.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum PresetArg {
+    Convops,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum LayoutArg {
+    Symlink,
+    Import,
+    Copy,
+}
+
+fn parse_agent(text: &str) -> Result<AgentId, String> {
+    AgentId::parse(text.trim())
+        .ok_or_else(|| format!("unknown agent `{text}`: use claude, opencode or kimi"))
+}
+
+pub fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
+    let cwd = std::env::current_dir().context("cannot read the current folder")?;
+    let root = config::find_root(&cwd).with_context(|| {
+        format!("{} is not inside a git repository; run `git init` first, or run memloop init in your repository", cwd.display())
+    })?;
+    let config_path = root.join(config::FILE_NAME);
+    if config_path.exists() && !args.force {
+        bail!(
+            "{} exists already; edit it and run `memloop sync`, or run `memloop init --force` to start over",
+            config_path.display()
+        );
+    }
+    let (config, user_scope) = if args.yes {
+        from_flags(&root, &args)?
+    } else if interactive() {
+        ask(&root, &args)?
+    } else {
+        bail!(
+            "memloop init needs answers and there is no terminal to ask: pass --yes, with --agents <list> \
+             (and --url, --command or --preset for a server other than the embedded one, --layout, --user-scope)"
+        );
+    };
+    config
+        .server()
+        .context("the answers do not make a valid server")?;
+    let config_file = Change {
+        target: Target {
+            path: config_path.clone(),
+            display: config::FILE_NAME.into(),
+            scope: Scope::Project,
+            agents: Vec::new(),
+            desired: Desired::Whole {
+                content: config.to_toml(),
+            },
+            note: None,
+        },
+        write_path: config_path.clone(),
+        before: match fs_err::read_to_string(&config_path) {
+            Ok(text) => Content::File { text },
+            Err(_) => Content::Missing,
+        },
+        after: Content::File {
+            text: config.to_toml(),
+        },
+    };
+    let mut repo = Repo {
+        root: root.clone(),
+        config,
+        state: InstallState::load(&root)?,
+    };
+    let sync_args = SyncArgs {
+        dry_run: args.dry_run,
+        user_scope,
+        force: args.force,
+    };
+    let code = sync(&mut repo, &sync_args, "init", vec![config_file])?;
+    if code == ExitCode::SUCCESS && !args.dry_run {
+        println!("Next: run `memloop doctor` to check what each agent will see.");
+    }
+    Ok(code)
+}
+
+fn from_flags(root: &Path, args: &InitArgs) -> anyhow::Result<(Config, bool)> {
+    let agents = if args.agents.is_empty() {
+        detected_agents(root)
+    } else {
+        dedup(&args.agents)
+    };
+    if agents.is_empty() {
+        bail!(
+            "no agent found on PATH or in the repository: name them with --agents claude,opencode,kimi"
+        );
+    }
+    let config = Config {
+        agents,
+        layout: args.layout.map_or(Layout::Symlink, layout),
+        server: server_from_flags(args)?,
+        ..Config::default()
+    };
+    Ok((config, args.user_scope))
+}
+
+fn server_from_flags(args: &InitArgs) -> anyhow::Result<ServerConfig> {
+    let mut server = ServerConfig {
+        name: args.server_name.clone(),
+        ..ServerConfig::default()
+    };
+    if args.preset.is_some() {
+        server.preset = Some(Preset::Convops);
+        if args.server_name == "memory" {
+            server.name = "convops".into();
+        }
+    } else if let Some(url) = &args.url {
+        server.url = Some(url.clone());
+    } else if let Some(command) = &args.command {
+        let mut words = command.split_whitespace().map(str::to_owned);
+        server.command = Some(
+            words
+                .next()
+                .context("--command is empty: give the program to start")?,
+        );
+        server.args = words.chain(args.args.iter().cloned()).collect();
+    }
+    Ok(server)
+}
+
+fn layout(arg: LayoutArg) -> Layout {
+    match arg {
+        LayoutArg::Symlink => Layout::Symlink,
+        LayoutArg::Import => Layout::Import,
+        LayoutArg::Copy => Layout::Copy,
+    }
+}
+
+fn dedup(agents: &[AgentId]) -> Vec<AgentId> {
+    let mut out: Vec<AgentId> = agents.to_vec();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Agents installed on this machine or already configured in the repository.
+pub fn detected_agents(root: &Path) -> Vec<AgentId> {
+    AgentId::ALL
+        .into_iter()
+        .filter(|agent| {
+            let on_path = which::which(agent.as_str()).is_ok();
+            let in_repo = match agent {
+                AgentId::Claude => root.join(".claude").exists() || root.join(".mcp.json").exists(),
+                AgentId::Opencode => {
+                    root.join("opencode.json").exists()
+                        || root.join("opencode.jsonc").exists()
+                        || root.join(".opencode").exists()
+                }
+                AgentId::Kimi => root.join(".kimi-code").exists(),
+            };
+            on_path || in_repo
+        })
+        .collect()
+}
+
+fn ask(root: &Path, args: &InitArgs) -> anyhow::Result<(Config, bool)> {
+    use dialoguer::{Confirm, Input, MultiSelect, Select};
+
+    let detected = detected_agents(root);
+    let preselected = if args.agents.is_empty() {
+        detected
+    } else {
+        args.agents.clone()
+    };
+    let names: Vec<&str> = AgentId::ALL.iter().map(|a| a.as_str()).collect();
+    let defaults: Vec<bool> = AgentId::ALL
+        .iter()
+        .map(|a| preselected.contains(a))
+        .collect();
+    let picked = MultiSelect::new()
+        .with_prompt("Which agents should use the memory loop? (space to toggle)")
+        .items(&names)
+        .defaults(&defaults)
+        .interact()?;
+    let agents: Vec<AgentId> = picked.into_iter().map(|i| AgentId::ALL[i]).collect();
+    if agents.is_empty() {
+        bail!("no agent chosen; nothing to set up");
+    }
+
+    let choices = [
+        "embedded (memloop serve: notes in .memloop/, no account)",
+        "a URL (remote, http)",
+        "a command (local, stdio)",
+        "ConvOps (https://mcp.convops.app/)",
+    ];
+    let choice = Select::new()
+        .with_prompt("Which memory server?")
+        .items(choices)
+        .default(0)
+        .interact()?;
+    let mut server = ServerConfig {
+        name: Input::new()
+            .with_prompt("Server name")
+            .default(args.server_name.clone())
+            .interact_text()?,
+        ..ServerConfig::default()
+    };
+    match choice {
+        1 => server.url = Some(Input::new().with_prompt("URL").interact_text()?),
+        2 => {
+            let line: String = Input::new().with_prompt("Command").interact_text()?;
+            let mut words = line.split_whitespace().map(str::to_owned);
+            server.command = words.next();
+            server.args = words.collect();
+        }
+        3 => server.preset = Some(Preset::Convops),
+        _ => {}
+    }
+
+    let layouts = [
+        "symlink: AGENTS.md links to CLAUDE.md",
+        "import: AGENTS.md holds the rules, CLAUDE.md imports it",
+        "copy: both files hold the rules",
+    ];
+    let layout = match Select::new()
+        .with_prompt("How should AGENTS.md share the rules?")
+        .items(layouts)
+        .default(0)
+        .interact()?
+    {
+        1 => Layout::Import,
+        2 => Layout::Copy,
+        _ => Layout::Symlink,
+    };
+
+    let user_scope = if agents.contains(&AgentId::Kimi) {
+        args.user_scope
+            || Confirm::new()
+                .with_prompt("Kimi Code reads hooks only from your user config (~/.kimi-code/config.toml). Add the Stop gate there?")
+                .default(true)
+                .interact()?
+    } else {
+        false
+    };
+    Ok((
+        Config {
+            agents,
+            layout,
+            server,
+            ..Config::default()
+        },
+        user_scope,
+    ))
+}

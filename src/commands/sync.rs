@@ -1,0 +1,119 @@
+//! `memloop sync`: make the repository (and the user files it may touch) match memloop.toml.
+
+use std::process::ExitCode;
+
+use anyhow::bail;
+use serde_json::Value;
+
+use super::{Repo, refused, report};
+use crate::edit::json::JsonDoc;
+use crate::edit::text::Encoding;
+use crate::engine::apply::{Lock, apply};
+use crate::engine::{Change, Content, Mode};
+use crate::target::{Desired, Format, Fragment};
+
+#[derive(Debug, clap::Args)]
+pub struct SyncArgs {
+    /// Print the diff and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Allow writing the agents' user config outside the repository (Kimi's hooks); remembered.
+    #[arg(long)]
+    pub user_scope: bool,
+    /// Replace a server of the same name that memloop did not write.
+    #[arg(long)]
+    pub force: bool,
+}
+
+pub fn run(args: SyncArgs) -> anyhow::Result<ExitCode> {
+    let mut repo = Repo::open()?;
+    sync(&mut repo, &args, "sync", Vec::new())
+}
+
+/// Plans, checks for conflicts, and writes `extra` (init's memloop.toml) with the plan in one
+/// transaction; shared with `init`.
+pub fn sync(
+    repo: &mut Repo,
+    args: &SyncArgs,
+    command: &str,
+    extra: Vec<Change>,
+) -> anyhow::Result<ExitCode> {
+    let _lock = if args.dry_run {
+        None
+    } else {
+        Some(Lock::acquire(&repo.root)?)
+    };
+    let (mut changes, wanted) = match repo.plan(Mode::Install, args.user_scope) {
+        Ok(planned) => planned,
+        Err(err) => return refused(err),
+    };
+    changes.splice(0..0, extra);
+    if !args.force {
+        check_conflicts(repo, &changes)?;
+    }
+    if args.dry_run {
+        print!("{}", report::diffs(&changes, super::use_color()));
+        println!("memloop {command} --dry-run: nothing written");
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.user_scope {
+        repo.state.user_scope = true;
+    }
+    apply(&changes, &mut repo.state)?;
+    repo.state.save(&repo.root)?;
+    println!("memloop {command}: {}", repo.root.display());
+    print!("{}", report::summary(&changes));
+    for skipped in &wanted.skipped {
+        println!("  skipped: {skipped}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A server of the same name with other content, which memloop did not write, is the user's.
+fn check_conflicts(repo: &Repo, changes: &[Change]) -> anyhow::Result<()> {
+    for change in changes {
+        let Desired::Fragments {
+            format: Format::Json(dialect),
+            fragments,
+        } = &change.target.desired
+        else {
+            continue;
+        };
+        for fragment in fragments {
+            let Fragment::JsonMember { path, value } = fragment else {
+                continue;
+            };
+            let current = member(&change.before, *dialect, path);
+            let Some(current) = current.filter(|current| current != value) else {
+                continue;
+            };
+            let written_by_memloop = match repo.state.original(&change.write_path) {
+                Some(original) => member(&original, *dialect, path).is_none(),
+                None => false,
+            };
+            if !written_by_memloop {
+                bail!(
+                    "{}: `{}` already exists and memloop did not write it.\n  yours:    {}\n  memloop's: {}\n\
+                     Rename the server in memloop.toml ([server] name), or run again with --force to replace yours",
+                    change.target.display,
+                    path.join("."),
+                    current,
+                    value
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn member(
+    content: &Content,
+    dialect: crate::edit::json::Dialect,
+    path: &[String],
+) -> Option<Value> {
+    let Content::File { text } = content else {
+        return None;
+    };
+    let (text, _) = Encoding::decode(text.as_bytes(), "").ok()?;
+    JsonDoc::parse(&text, dialect, "").ok()?.get(path)
+}

@@ -1,0 +1,191 @@
+//! Writing a plan as one transaction: lock, check nothing changed since it was read, write each
+//! file atomically (temporary file + rename, permissions kept), roll back on any failure.
+
+use std::fs::File;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+
+use super::state::InstallState;
+use super::{Change, Content, read};
+use crate::agents::instructions::make_symlink;
+
+/// Held while a command writes; released on drop.
+pub struct Lock {
+    _file: File,
+}
+
+impl Lock {
+    /// One writer per repository: two memloop runs never interleave their writes.
+    pub fn acquire(root: &Path) -> anyhow::Result<Lock> {
+        let path = InstallState::path_for(root)?.with_extension("lock");
+        if let Some(dir) = path.parent() {
+            create_private_dir(dir)?;
+        }
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("cannot open the lock file {}", path.display()))?;
+        file.lock()
+            .with_context(|| format!("cannot lock {}", path.display()))?;
+        Ok(Lock { _file: file })
+    }
+}
+
+fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
+    fs_err::create_dir_all(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs_err::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+/// Applies every change that is not a no-op, and records it in `state`.
+pub fn apply(changes: &[Change], state: &mut InstallState) -> anyhow::Result<()> {
+    for change in changes.iter().filter(|c| !c.is_noop()) {
+        let now = read(&change.write_path, &change.target.display).map_err(|err| match err {
+            super::PlanError::Refused(r) => anyhow::anyhow!("{}", r[0]),
+            super::PlanError::Other(e) => e,
+        })?;
+        if now != change.before {
+            bail!(
+                "{} changed while memloop was working (an agent may be rewriting it); nothing was written. \
+                 Run the command again",
+                change.target.display
+            );
+        }
+    }
+    let mut done: Vec<&Change> = Vec::new();
+    for change in changes.iter().filter(|c| !c.is_noop()) {
+        if let Err(err) = put(&change.write_path, &change.after, state) {
+            let rollback: Vec<String> = done
+                .iter()
+                .rev()
+                .filter_map(|c| {
+                    put(&c.write_path, &c.before, state)
+                        .err()
+                        .map(|e| format!("{}: {e:#}", c.target.display))
+                })
+                .collect();
+            let mut message = format!("writing {} failed: {err:#}; ", change.target.display);
+            if rollback.is_empty() {
+                message.push_str("every file written before it was restored");
+            } else {
+                message.push_str(&format!(
+                    "restoring failed too, check by hand: {}",
+                    rollback.join("; ")
+                ));
+            }
+            bail!(message);
+        }
+        done.push(change);
+    }
+    for change in done {
+        state.record(&change.write_path, &change.before, &change.after);
+    }
+    Ok(())
+}
+
+/// Puts `content` at `path` atomically.
+fn put(path: &Path, content: &Content, state: &mut InstallState) -> anyhow::Result<()> {
+    match content {
+        Content::Missing => match fs_err::remove_file(path) {
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err.into()),
+            _ => Ok(()),
+        },
+        Content::File { text } => {
+            create_parents(path, state)?;
+            write_atomic(path, text.as_bytes())
+        }
+        Content::Link { target } => {
+            create_parents(path, state)?;
+            let dir = path.parent().context("a link needs a parent folder")?;
+            let temp = unique_sibling(dir, path)?;
+            make_symlink(target, &temp)
+                .with_context(|| format!("cannot create the symlink {}", path.display()))?;
+            fs_err::rename(&temp, path).inspect_err(|_| {
+                let _ = std::fs::remove_file(&temp);
+            })?;
+            Ok(())
+        }
+    }
+}
+
+fn unique_sibling(dir: &Path, path: &Path) -> anyhow::Result<PathBuf> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    for attempt in 0..100 {
+        let candidate = dir.join(format!(".{name}.memloop-{}-{attempt}", std::process::id()));
+        if std::fs::symlink_metadata(&candidate).is_err() {
+            return Ok(candidate);
+        }
+    }
+    bail!(
+        "cannot find a free temporary name next to {}",
+        path.display()
+    )
+}
+
+fn create_parents(path: &Path, state: &mut InstallState) -> anyhow::Result<()> {
+    let Some(parent) = path.parent() else {
+        return Ok(());
+    };
+    let missing: Vec<PathBuf> = parent
+        .ancestors()
+        .take_while(|dir| !dir.exists())
+        .map(Path::to_path_buf)
+        .collect();
+    fs_err::create_dir_all(parent)?;
+    for dir in missing.into_iter().rev() {
+        if !state.created_dirs.contains(&dir) {
+            state.created_dirs.push(dir);
+        }
+    }
+    Ok(())
+}
+
+/// Writes through a temporary file in the same folder and renames it into place, keeping the
+/// permissions of the file it replaces.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    fs_err::create_dir_all(dir)?;
+    let mut temp = tempfile::Builder::new()
+        .prefix(".memloop-")
+        .tempfile_in(dir)
+        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+    temp.write_all(bytes)?;
+    temp.as_file().sync_all()?;
+    if let Ok(meta) = std::fs::metadata(path) {
+        fs_err::set_permissions(temp.path(), meta.permissions())?;
+    } else {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            fs_err::set_permissions(temp.path(), std::fs::Permissions::from_mode(0o644))?;
+        }
+    }
+    temp.persist(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// Removes folders memloop created that are empty now, deepest first.
+pub fn remove_created_dirs(state: &mut InstallState) {
+    let mut dirs = std::mem::take(&mut state.created_dirs);
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+    for dir in dirs {
+        if std::fs::remove_dir(&dir).is_err() && dir.exists() {
+            state.created_dirs.push(dir);
+        }
+    }
+}

@@ -1,0 +1,384 @@
+//! The engine: reads each target file, computes its new content with the format's editor, and
+//! hands the list of changes to a view (diff, sync, uninstall). Nothing else decides what a
+//! file holds.
+
+pub mod apply;
+pub mod state;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::agents::instructions::{Found, inspect};
+use crate::edit::Refusal;
+use crate::edit::json::JsonDoc;
+use crate::edit::markdown;
+use crate::edit::text::Encoding;
+use crate::edit::toml::TomlDoc;
+use crate::target::{Desired, Format, Fragment, Scope, Target, is_hook_group_for};
+
+/// What is (or will be) at a path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Content {
+    Missing,
+    File { text: String },
+    Link { target: String },
+}
+
+impl Content {
+    fn from_found(found: Found) -> Result<Content, String> {
+        match found {
+            Found::Missing => Ok(Content::Missing),
+            Found::Link { target, .. } => Ok(Content::Link { target }),
+            Found::File { bytes } => String::from_utf8(bytes)
+                .map(|text| Content::File { text })
+                .map_err(|_| String::new()),
+        }
+    }
+
+    pub fn text(&self) -> &str {
+        match self {
+            Content::File { text } => text,
+            _ => "",
+        }
+    }
+
+    /// A short fingerprint, to tell later whether someone else changed the file.
+    pub fn fingerprint(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let bytes = serde_json::to_vec(self).expect("content serializes");
+        Sha256::digest(&bytes)
+            .iter()
+            .take(16)
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+}
+
+/// One path's transition.
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub target: Target,
+    /// Where the bytes really go: the target, or the file its in-repository symlink points to.
+    pub write_path: PathBuf,
+    pub before: Content,
+    pub after: Content,
+}
+
+impl Change {
+    pub fn is_noop(&self) -> bool {
+        self.before == self.after
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Install,
+    Remove,
+}
+
+/// What memloop knew about a file before it first touched it (from the machine's install state).
+pub type Originals<'a> = &'a dyn Fn(&Path) -> Option<Content>;
+
+/// Plans every target. All refusals are collected, so the user sees every broken file at once.
+pub fn plan(
+    root: &Path,
+    targets: &[Target],
+    mode: Mode,
+    originals: Originals,
+) -> Result<Vec<Change>, PlanError> {
+    let mut changes = Vec::new();
+    let mut refusals = Vec::new();
+    for target in targets {
+        match plan_one(root, target, mode, originals) {
+            Ok(change) => changes.push(change),
+            Err(PlanError::Refused(mut found)) => refusals.append(&mut found),
+            Err(other) => return Err(other),
+        }
+    }
+    if refusals.is_empty() {
+        Ok(changes)
+    } else {
+        Err(PlanError::Refused(refusals))
+    }
+}
+
+#[derive(Debug)]
+pub enum PlanError {
+    /// Files memloop will not touch (exit 2, nothing written).
+    Refused(Vec<Refusal>),
+    Other(anyhow::Error),
+}
+
+impl From<anyhow::Error> for PlanError {
+    fn from(err: anyhow::Error) -> Self {
+        PlanError::Other(err)
+    }
+}
+
+impl From<Refusal> for PlanError {
+    fn from(refusal: Refusal) -> Self {
+        PlanError::Refused(vec![refusal])
+    }
+}
+
+fn plan_one(
+    root: &Path,
+    target: &Target,
+    mode: Mode,
+    originals: Originals,
+) -> Result<Change, PlanError> {
+    let display = target.display.as_str();
+    if let Desired::Symlink { target: link } = &target.desired {
+        let before = read(&target.path, display)?;
+        let after = match mode {
+            Mode::Install => Content::Link {
+                target: link.clone(),
+            },
+            Mode::Remove => match &before {
+                Content::Link { target: current } if current == link => {
+                    originals(&target.path).unwrap_or(Content::Missing)
+                }
+                _ => before.clone(),
+            },
+        };
+        return Ok(Change {
+            target: target.clone(),
+            write_path: target.path.clone(),
+            before,
+            after,
+        });
+    }
+
+    let write_path = resolve_write_path(root, target)?;
+    let before = read(&write_path, display)?;
+    let original = originals(&write_path);
+    let after = match (&target.desired, mode) {
+        (Desired::Whole { content }, Mode::Install) => Content::File {
+            text: content.clone(),
+        },
+        (Desired::Whole { content }, Mode::Remove) => match &before {
+            Content::File { text } if text == content => original.unwrap_or(Content::Missing),
+            _ => before.clone(),
+        },
+        (Desired::Fragments { format, fragments }, mode) => {
+            let raw = before.text();
+            let (text, encoding) = Encoding::decode(raw.as_bytes(), display)?;
+            let original_value = original.as_ref().map(|o| original_view(o, *format));
+            let edited = edit(
+                &text,
+                *format,
+                fragments,
+                mode,
+                display,
+                original_value.as_ref(),
+            )?;
+            validate(&edited, *format, display)?;
+            let created_by_memloop = matches!(original, Some(Content::Missing) | None);
+            let gone = before == Content::Missing
+                || (created_by_memloop && is_empty(&edited, *format));
+            if mode == Mode::Remove && gone {
+                Content::Missing
+            } else {
+                let encoding = if before == Content::Missing {
+                    Encoding::default()
+                } else {
+                    encoding
+                };
+                Content::File {
+                    text: String::from_utf8(encoding.encode(&edited))
+                        .expect("encoding keeps UTF-8"),
+                }
+            }
+        }
+        (Desired::Symlink { .. }, _) => unreachable!("handled above"),
+    };
+    Ok(Change {
+        target: target.clone(),
+        write_path,
+        before,
+        after,
+    })
+}
+
+/// Reads a path without following a final symlink into a file outside memloop's control.
+fn read(path: &Path, display: &str) -> Result<Content, PlanError> {
+    let found = inspect(path)?;
+    Content::from_found(found).map_err(|_| {
+        let bytes = fs_err::read(path).unwrap_or_default();
+        match Encoding::decode(&bytes, display) {
+            Err(refusal) => PlanError::Refused(vec![refusal]),
+            Ok(_) => PlanError::Other(anyhow::anyhow!("{display}: cannot read")),
+        }
+    })
+}
+
+/// Never write through a symlink that leaves the repository: project files must resolve inside it.
+fn resolve_write_path(root: &Path, target: &Target) -> Result<PathBuf, PlanError> {
+    let Found::Link { resolved, .. } = inspect(&target.path)? else {
+        return Ok(target.path.clone());
+    };
+    if target.scope == Scope::Project {
+        let canonical_root = std::fs::canonicalize(root).map_err(anyhow::Error::from)?;
+        if !resolved.starts_with(&canonical_root) {
+            return Err(Refusal::whole(
+                &target.display,
+                format!("is a symlink to {}, outside the repository", resolved.display()),
+                "memloop never writes through such a link; replace it with a file, or remove the agent from memloop.toml",
+            )
+            .into());
+        }
+    }
+    Ok(resolved)
+}
+
+/// What the file looked like before memloop, parsed, to decide which parents memloop created.
+enum OriginalView {
+    Json(Option<Value>),
+    Toml(Option<TomlDoc>),
+    Other,
+}
+
+fn original_view(original: &Content, format: Format) -> OriginalView {
+    let text = match original {
+        Content::File { text } => Encoding::decode(text.as_bytes(), "")
+            .map(|(t, _)| t)
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
+    match format {
+        Format::Json(dialect) => OriginalView::Json(
+            JsonDoc::parse(&text, dialect, "")
+                .ok()
+                .map(|doc| doc.value()),
+        ),
+        Format::Toml => OriginalView::Toml(TomlDoc::parse(&text, "").ok()),
+        Format::Markdown => OriginalView::Other,
+    }
+}
+
+fn edit(
+    text: &str,
+    format: Format,
+    fragments: &[Fragment],
+    mode: Mode,
+    display: &str,
+    original: Option<&OriginalView>,
+) -> Result<String, Refusal> {
+    match format {
+        Format::Json(dialect) => {
+            let base = if text.trim().is_empty() { "{}\n" } else { text };
+            let mut doc = JsonDoc::parse(base, dialect, display)?;
+            let original_json = match original {
+                Some(OriginalView::Json(value)) => {
+                    Some(value.clone().unwrap_or(Value::Object(Default::default())))
+                }
+                _ => None,
+            };
+            // A parent may go when it is empty and did not exist before memloop (or nothing is known).
+            let prune = |path: &[String]| {
+                original_json
+                    .as_ref()
+                    .is_none_or(|value| path.iter().try_fold(value, |v, key| v.get(key)).is_none())
+            };
+            for fragment in fragments {
+                match (fragment, mode) {
+                    (Fragment::JsonMember { path, value }, Mode::Install) => {
+                        doc.set(path, value)?
+                    }
+                    (Fragment::JsonMember { path, .. }, Mode::Remove) => doc.remove(path, &prune),
+                    (Fragment::JsonFirstMember { key, value }, Mode::Install) => {
+                        doc.ensure_first(key, value)
+                    }
+                    (Fragment::JsonFirstMember { key, .. }, Mode::Remove) => {
+                        // Only taken back when memloop is known to have added it.
+                        if original_json.as_ref().is_some_and(|v| v.get(key).is_none()) {
+                            doc.remove(std::slice::from_ref(key), &|_| false);
+                        }
+                    }
+                    (
+                        Fragment::JsonHookGroup {
+                            path,
+                            value,
+                            command,
+                        },
+                        Mode::Install,
+                    ) => {
+                        doc.upsert_item(path, value, &|group| is_hook_group_for(group, command))?
+                    }
+                    (Fragment::JsonHookGroup { path, command, .. }, Mode::Remove) => {
+                        doc.remove_items(path, &|group| is_hook_group_for(group, command), &prune)
+                    }
+                    _ => unreachable!("a JSON file holds JSON fragments"),
+                }
+            }
+            let out = doc.to_text();
+            // An untouched empty file stays empty rather than becoming `{}`.
+            Ok(if text.trim().is_empty() && mode == Mode::Remove {
+                text.to_owned()
+            } else {
+                out
+            })
+        }
+        Format::Toml => {
+            let mut doc = TomlDoc::parse(text, display)?;
+            for fragment in fragments {
+                let Fragment::TomlEntry { key, entry } = fragment else {
+                    unreachable!("a TOML file holds TOML fragments")
+                };
+                match mode {
+                    Mode::Install => doc.upsert_entry(key, entry)?,
+                    Mode::Remove => {
+                        let existed = match original {
+                            Some(OriginalView::Toml(Some(original))) => original.has_key(key),
+                            _ => false,
+                        };
+                        doc.remove_entry(key, entry, !existed)
+                    }
+                }
+            }
+            Ok(doc.to_text())
+        }
+        Format::Markdown => {
+            let body = fragments.iter().find_map(|f| match f {
+                Fragment::MarkdownBlock { body } => Some(body.as_str()),
+                _ => None,
+            });
+            match (mode, body) {
+                (Mode::Install, Some(body)) => markdown::upsert(text, body, display),
+                _ => markdown::remove(text, display),
+            }
+        }
+    }
+}
+
+/// Re-parses an edited text: memloop never writes a file its agent could not read.
+fn validate(text: &str, format: Format, display: &str) -> Result<(), Refusal> {
+    let result = match format {
+        Format::Json(dialect) => JsonDoc::parse(text, dialect, display).map(drop),
+        Format::Toml => TomlDoc::parse(text, display).map(drop),
+        Format::Markdown => markdown::find(text, display).map(drop),
+    };
+    result.map_err(|refusal| Refusal {
+        problem: format!(
+            "memloop's edit would not parse ({}); nothing was written",
+            refusal.problem
+        ),
+        hint: "please report this as a memloop bug, with the file".into(),
+        ..refusal
+    })
+}
+
+fn is_empty(text: &str, format: Format) -> bool {
+    match format {
+        Format::Json(dialect) => {
+            JsonDoc::parse(text, dialect, "")
+                .is_ok_and(|doc| doc.value() == Value::Object(Default::default()))
+                && !text.contains("//")
+                && !text.contains("/*")
+        }
+        Format::Toml | Format::Markdown => text.trim().is_empty(),
+    }
+}

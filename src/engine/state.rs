@@ -1,0 +1,101 @@
+//! What memloop remembers on this machine about what it wrote: each file's bytes before memloop
+//! first touched it and a fingerprint of what memloop last wrote. Uninstall uses it to give back
+//! the original bytes. It lives in the user's state directory, never in the repository.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+
+use super::Content;
+
+const STATE_VERSION: u32 = 1;
+
+/// `$XDG_STATE_HOME/memloop`, else `~/.local/state/memloop`.
+pub fn state_dir() -> anyhow::Result<PathBuf> {
+    let base = match std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => crate::agents::home_dir()?.join(".local/state"),
+    };
+    Ok(base.join("memloop"))
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct InstallState {
+    pub version: u32,
+    pub root: PathBuf,
+    /// The user agreed to let memloop write agent files outside the repository.
+    #[serde(default)]
+    pub user_scope: bool,
+    #[serde(default)]
+    pub files: BTreeMap<PathBuf, FileRecord>,
+    /// Folders memloop created (removed again by uninstall when empty), deepest last.
+    #[serde(default)]
+    pub created_dirs: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FileRecord {
+    pub original: Content,
+    pub written: String,
+}
+
+impl InstallState {
+    /// The state file of the repository at `root`.
+    pub fn path_for(root: &Path) -> anyhow::Result<PathBuf> {
+        use sha2::{Digest, Sha256};
+        let canonical = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        let digest = Sha256::digest(canonical.to_string_lossy().as_bytes());
+        let name: String = digest.iter().take(12).map(|b| format!("{b:02x}")).collect();
+        Ok(state_dir()?.join("installs").join(format!("{name}.json")))
+    }
+
+    pub fn load(root: &Path) -> anyhow::Result<InstallState> {
+        let path = InstallState::path_for(root)?;
+        match fs_err::read(&path) {
+            Ok(bytes) => {
+                let state: InstallState = serde_json::from_slice(&bytes).with_context(|| {
+                    format!("{} is damaged; delete it to start afresh", path.display())
+                })?;
+                Ok(state)
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(InstallState {
+                version: STATE_VERSION,
+                root: std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf()),
+                ..InstallState::default()
+            }),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    pub fn save(&self, root: &Path) -> anyhow::Result<()> {
+        let path = InstallState::path_for(root)?;
+        let mut text = serde_json::to_vec_pretty(self)?;
+        text.push(b'\n');
+        super::apply::write_atomic(&path, &text)
+    }
+
+    pub fn original(&self, path: &Path) -> Option<Content> {
+        self.files.get(path).map(|record| record.original.clone())
+    }
+
+    /// Notes a write: the first one keeps the original, every one updates the fingerprint.
+    pub fn record(&mut self, path: &Path, before: &Content, after: &Content) {
+        let written = after.fingerprint();
+        self.files
+            .entry(path.to_path_buf())
+            .and_modify(|record| record.written = written.clone())
+            .or_insert_with(|| FileRecord {
+                original: before.clone(),
+                written,
+            });
+    }
+
+    /// Whether the file still holds exactly what memloop last wrote.
+    pub fn unchanged_since_write(&self, path: &Path, current: &Content) -> bool {
+        self.files
+            .get(path)
+            .is_some_and(|record| record.written == current.fingerprint())
+    }
+}

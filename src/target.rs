@@ -1,0 +1,86 @@
+//! What memloop wants in each file it touches: the vocabulary between the agent adapters,
+//! which decide it, and the engine, which reads, edits and writes files.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::config::AgentId;
+use crate::edit::json::Dialect;
+use crate::edit::toml::Entry;
+
+/// Whose file it is: the repository's (committed) or the user's (outside the repository,
+/// written only with consent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Scope {
+    Project,
+    User,
+}
+
+/// One piece of a file that memloop owns.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fragment {
+    /// The member at `path` (object keys, created where missing) holds `value`.
+    JsonMember { path: Vec<String>, value: Value },
+    /// `key` is the first member of the root object; added only when missing, never moved.
+    JsonFirstMember { key: String, value: Value },
+    /// One element of the array at `path`: a hook group whose handlers all run `command`.
+    JsonHookGroup {
+        path: Vec<String>,
+        value: Value,
+        command: String,
+    },
+    /// One entry of a TOML array of tables (`[[key]]`).
+    TomlEntry { key: String, entry: Entry },
+    /// The managed block of a Markdown file.
+    MarkdownBlock { body: String },
+}
+
+/// The desired content of one path.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Desired {
+    /// The file keeps everything else; memloop owns these fragments.
+    Fragments {
+        format: Format,
+        fragments: Vec<Fragment>,
+    },
+    /// memloop owns the whole file.
+    Whole { content: String },
+    /// A relative symbolic link.
+    Symlink { target: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Json(Dialect),
+    Toml,
+    Markdown,
+}
+
+/// A path and what memloop wants there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    /// Absolute path.
+    pub path: PathBuf,
+    /// How the path is shown to the user (relative to the repository, or `~/...`).
+    pub display: String,
+    pub scope: Scope,
+    /// The agents that read this file (empty for shared files).
+    pub agents: Vec<AgentId>,
+    pub desired: Desired,
+    /// Something the user should know about this file (a fallback taken, for example).
+    pub note: Option<String>,
+}
+
+/// Whether a Claude Code hook group consists only of handlers running `command`.
+pub fn is_hook_group_for(group: &Value, command: &str) -> bool {
+    group
+        .get("hooks")
+        .and_then(Value::as_array)
+        .is_some_and(|handlers| {
+            !handlers.is_empty()
+                && handlers
+                    .iter()
+                    .all(|handler| handler.get("command").and_then(Value::as_str) == Some(command))
+        })
+}
