@@ -1,0 +1,526 @@
+//! `memloop hook` driven as the agents drive it: the real binary, JSON on stdin, exit status and
+//! stderr checked. Every run gets its own state, Kimi home and repo in a temp dir.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+const DEFAULT_EDIT_PROBLEM: &str = "Modified 2 file(s) but stored nothing. memory_store() the \
+     change/decision and why on the memory memory server (supersede if updating).";
+
+struct Gate {
+    temp: tempfile::TempDir,
+}
+
+struct Run {
+    code: i32,
+    stderr: String,
+}
+
+impl Gate {
+    fn new() -> Gate {
+        let gate = Gate {
+            temp: tempfile::tempdir().unwrap(),
+        };
+        for dir in ["home", "state", "kimi", "repo"] {
+            std::fs::create_dir_all(gate.temp.path().join(dir)).unwrap();
+        }
+        gate
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.temp.path().join(name)
+    }
+
+    fn repo(&self) -> PathBuf {
+        self.path("repo")
+    }
+
+    fn run_with(&self, args: &[&str], stdin: &str, state_home: &Path) -> Run {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_memloop"))
+            .args(args)
+            .current_dir(self.repo())
+            .env("HOME", self.path("home"))
+            .env("XDG_STATE_HOME", state_home)
+            .env("KIMI_CODE_HOME", self.path("kimi"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.stdout.is_empty(), "stdout must stay empty: {out:?}");
+        Run {
+            code: out.status.code().unwrap(),
+            stderr: String::from_utf8(out.stderr).unwrap(),
+        }
+    }
+
+    fn run(&self, args: &[&str], stdin: &Value) -> Run {
+        self.run_with(args, &stdin.to_string(), &self.path("state"))
+    }
+
+    fn claude(&self, session: &str, transcript: &Path, active: bool) -> Run {
+        self.run(
+            &["hook", "stop", "--agent", "claude"],
+            &json!({
+                "session_id": session,
+                "transcript_path": transcript,
+                "cwd": self.repo(),
+                "hook_event_name": "Stop",
+                "stop_hook_active": active,
+            }),
+        )
+    }
+}
+
+fn tool_row(name: &str) -> String {
+    json!({"type": "assistant", "message": {"content": [{"type": "tool_use", "name": name}]}})
+        .to_string()
+}
+
+fn text_row() -> String {
+    json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "done"}]}})
+        .to_string()
+}
+
+fn append(path: &Path, text: &str) {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+}
+
+fn lines(rows: &[String]) -> String {
+    rows.iter().map(|row| format!("{row}\n")).collect()
+}
+
+fn block(problems: &[&str]) -> String {
+    format!(
+        "KNOWLEDGE CHECK: {} This is mandatory.\n",
+        problems.join(" | ")
+    )
+}
+
+#[test]
+fn seed_synthetic_transcript_blocks_then_a_store_lets_a_new_session_stop() {
+    let gate = Gate::new();
+    let transcript = gate.path("copperfern-test.jsonl");
+    append(
+        &transcript,
+        &lines(&[
+            tool_row("context_query"),
+            tool_row("Edit"),
+            tool_row("Edit"),
+        ]),
+    );
+    let run = gate.claude("test-001", &transcript, false);
+    assert_eq!(run.code, 2);
+    assert_eq!(run.stderr, block(&[DEFAULT_EDIT_PROBLEM]));
+
+    append(&transcript, &lines(&[tool_row("memory_store")]));
+    let run = gate.claude("test-002", &transcript, false);
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+}
+
+#[test]
+fn the_retry_after_a_block_is_let_through() {
+    let gate = Gate::new();
+    let transcript = gate.path("t.jsonl");
+    append(
+        &transcript,
+        &lines(&[
+            tool_row("context_query"),
+            tool_row("Edit"),
+            tool_row("Edit"),
+        ]),
+    );
+    assert_eq!(gate.claude("s", &transcript, false).code, 2);
+    append(&transcript, &lines(&[tool_row("Edit"), text_row()]));
+    assert_eq!(gate.claude("s", &transcript, true).code, 0);
+}
+
+#[test]
+fn failure_story_short_session_that_edits_and_stores_nothing_is_flagged() {
+    let gate = Gate::new();
+    let transcript = gate.path("t.jsonl");
+    // A short session: three calls, one edit, nothing stored.
+    append(
+        &transcript,
+        &lines(&[
+            tool_row("context_query"),
+            tool_row("Read"),
+            tool_row("Write"),
+        ]),
+    );
+    let run = gate.claude("short", &transcript, false);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr
+            .starts_with("KNOWLEDGE CHECK: Modified 1 file(s) but stored nothing."),
+        "{}",
+        run.stderr
+    );
+
+    // A later short stretch in a clean session is flagged at the very next check, too.
+    let transcript = gate.path("t2.jsonl");
+    append(
+        &transcript,
+        &lines(&[
+            tool_row("context_query"),
+            tool_row("Edit"),
+            tool_row("memory_store"),
+        ]),
+    );
+    assert_eq!(gate.claude("later", &transcript, false).code, 0);
+    append(&transcript, &lines(&[tool_row("Edit"), text_row()]));
+    let run = gate.claude("later", &transcript, false);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("Modified 1 file(s)"), "{}", run.stderr);
+}
+
+#[test]
+fn failure_story_store_before_first_lookup_is_not_sent_back_at_every_later_stop() {
+    let gate = Gate::new();
+    let transcript = gate.path("t.jsonl");
+    append(
+        &transcript,
+        &lines(&[
+            tool_row("memory_store"),
+            tool_row("context_query"),
+            tool_row("Edit"),
+            tool_row("memory_store"),
+        ]),
+    );
+    let run = gate.claude("early", &transcript, false);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("Stored before the first lookup."),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(gate.claude("early", &transcript, true).code, 0);
+    for _ in 0..4 {
+        append(
+            &transcript,
+            &lines(&[
+                tool_row("context_query"),
+                tool_row("Edit"),
+                tool_row("memory_store"),
+                text_row(),
+            ]),
+        );
+        let run = gate.claude("early", &transcript, false);
+        assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    }
+}
+
+#[test]
+fn a_partial_last_line_is_read_once_it_is_complete() {
+    let gate = Gate::new();
+    let transcript = gate.path("t.jsonl");
+    let edit = tool_row("Edit");
+    let (head, tail) = edit.split_at(edit.len() / 2);
+    append(
+        &transcript,
+        &(lines(&[
+            tool_row("context_query"),
+            tool_row("Read"),
+            tool_row("memory_store"),
+        ]) + head),
+    );
+    // The half-written edit is not seen yet: the first window is clean.
+    assert_eq!(gate.claude("partial", &transcript, false).code, 0);
+    append(&transcript, &format!("{tail}\n{}\n", text_row()));
+    // Completed, it lands in the next window, which stored nothing.
+    let run = gate.claude("partial", &transcript, false);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("Modified 1 file(s)"), "{}", run.stderr);
+}
+
+#[test]
+fn a_truncated_transcript_is_read_again_from_the_start() {
+    let gate = Gate::new();
+    let transcript = gate.path("t.jsonl");
+    append(
+        &transcript,
+        &lines(&[
+            tool_row("context_query"),
+            tool_row("Edit"),
+            tool_row("memory_store"),
+            text_row(),
+        ]),
+    );
+    assert_eq!(gate.claude("cut", &transcript, false).code, 0);
+    std::fs::write(
+        &transcript,
+        lines(&[tool_row("Read"), tool_row("Edit"), tool_row("Edit")]),
+    )
+    .unwrap();
+    let run = gate.claude("cut", &transcript, false);
+    assert_eq!(run.code, 2);
+    assert_eq!(
+        run.stderr,
+        block(&[
+            DEFAULT_EDIT_PROBLEM,
+            "No lookup at the first check. Query the memory store first."
+        ])
+    );
+}
+
+#[test]
+fn the_convops_preset_uses_the_seed_wording() {
+    let gate = Gate::new();
+    std::fs::write(
+        gate.repo().join("memloop.toml"),
+        "[server]\nname = \"convops\"\npreset = \"convops\"\n",
+    )
+    .unwrap();
+    let transcript = gate.path("t.jsonl");
+    append(
+        &transcript,
+        &lines(&[
+            tool_row("mcp__convops__context_query"),
+            tool_row("Read"),
+            tool_row("Edit"),
+            tool_row("Edit"),
+            tool_row("Read"),
+        ]),
+    );
+    let run = gate.claude("convops", &transcript, false);
+    assert_eq!(run.code, 2);
+    assert_eq!(
+        run.stderr,
+        "KNOWLEDGE CHECK: Modified 2 file(s) but stored nothing. memory_store() the \
+         change/decision (supersede if updating). If you explored files, \
+         create_route()/update_route() in ConvOps. This is mandatory.\n"
+    );
+}
+
+#[test]
+fn a_broken_memloop_toml_falls_back_to_the_defaults() {
+    let gate = Gate::new();
+    std::fs::write(gate.repo().join("memloop.toml"), "[gate\n").unwrap();
+    let transcript = gate.path("t.jsonl");
+    append(
+        &transcript,
+        &lines(&[
+            tool_row("context_query"),
+            tool_row("Edit"),
+            tool_row("Edit"),
+        ]),
+    );
+    let run = gate.claude("broken", &transcript, false);
+    assert_eq!(run.code, 2);
+    assert_eq!(run.stderr, block(&[DEFAULT_EDIT_PROBLEM]));
+}
+
+#[test]
+fn gate_thresholds_come_from_memloop_toml() {
+    let gate = Gate::new();
+    std::fs::write(
+        gate.repo().join("memloop.toml"),
+        "[gate]\nmin_tool_calls = 5\nedit_tools = [\"Patch\"]\n",
+    )
+    .unwrap();
+    let transcript = gate.path("t.jsonl");
+    append(
+        &transcript,
+        &lines(&[
+            tool_row("context_query"),
+            tool_row("Patch"),
+            tool_row("Edit"),
+        ]),
+    );
+    assert_eq!(gate.claude("cfg", &transcript, false).code, 0);
+    append(&transcript, &lines(&[tool_row("Read"), tool_row("Read")]));
+    let run = gate.claude("cfg", &transcript, false);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("Modified 1 file(s)"), "{}", run.stderr);
+}
+
+#[test]
+fn the_gates_own_failures_exit_1_with_one_line() {
+    let gate = Gate::new();
+    let stop = ["hook", "stop", "--agent", "claude"];
+
+    let run = gate.run_with(&stop, "{not json", &gate.path("state"));
+    assert_eq!(run.code, 1);
+    assert_eq!(run.stderr.lines().count(), 1);
+    assert!(run.stderr.contains("not valid JSON"), "{}", run.stderr);
+
+    let missing = gate.path("missing.jsonl");
+    let run = gate.claude("s", &missing, false);
+    assert_eq!(run.code, 1);
+    assert_eq!(run.stderr.lines().count(), 1);
+    assert!(run.stderr.contains("missing.jsonl"), "{}", run.stderr);
+
+    // State base that is a file: the state dir cannot be made.
+    let transcript = gate.path("t.jsonl");
+    append(
+        &transcript,
+        &lines(&[
+            tool_row("context_query"),
+            tool_row("Edit"),
+            tool_row("Edit"),
+        ]),
+    );
+    let blocker = gate.path("not-a-dir");
+    std::fs::write(&blocker, "").unwrap();
+    let input = json!({"session_id": "s", "transcript_path": transcript}).to_string();
+    let run = gate.run_with(&stop, &input, &blocker);
+    assert_eq!(run.code, 1);
+    assert_eq!(run.stderr.lines().count(), 1);
+    assert!(run.stderr.contains("state directory"), "{}", run.stderr);
+
+    let run = gate.run_with(
+        &["hook", "stop", "--agent", "codex"],
+        "{}",
+        &gate.path("state"),
+    );
+    assert_eq!(run.code, 1);
+}
+
+#[cfg(unix)]
+#[test]
+fn state_is_private_and_named_by_hash() {
+    use std::os::unix::fs::PermissionsExt;
+    let gate = Gate::new();
+    let transcript = gate.path("t.jsonl");
+    append(&transcript, &lines(&[tool_row("Read")]));
+    assert_eq!(gate.claude("../../escape", &transcript, false).code, 0);
+    let dir = gate.path("state/memloop/gate");
+    let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    assert!(
+        names[0].ends_with(".json") && names[0].len() == 32 + 5,
+        "{names:?}"
+    );
+    assert!(!gate.path("escape").exists());
+}
+
+fn kimi_row(event: Value) -> String {
+    json!({"type": "context.append_loop_event", "agentId": "main", "event": event}).to_string()
+}
+
+fn kimi_step(tool: &str) -> String {
+    lines(&[
+        kimi_row(json!({"type": "step.begin", "uuid": "u", "turnId": "1", "step": 1})),
+        kimi_row(json!({"type": "tool.call", "toolCallId": "c", "name": tool, "args": {}})),
+        kimi_row(json!({"type": "tool.result", "toolCallId": "c", "result": {"output": "ok"}})),
+        kimi_row(json!({"type": "step.end", "uuid": "u"})),
+    ])
+}
+
+#[test]
+fn kimi_reads_wire_jsonl_and_allows_the_stop_right_after_a_block() {
+    let gate = Gate::new();
+    let session = "session_5d0c";
+    let agents = gate.path(&format!(
+        "kimi/sessions/wd_repo_0123456789ab/{session}/agents"
+    ));
+    std::fs::create_dir_all(agents.join("main")).unwrap();
+    let wire = agents.join("main/wire.jsonl");
+    let stop = |gate: &Gate| {
+        gate.run(
+            &["hook", "stop", "--agent", "kimi"],
+            &json!({
+                "hook_event_name": "Stop",
+                "session_id": session,
+                "cwd": gate.repo(),
+                "client_type": "kimi_code_cli",
+                "stop_hook_active": false,
+            }),
+        )
+    };
+    append(
+        &wire,
+        &(kimi_step("mcp__memory__context_query") + &kimi_step("WriteFile") + &kimi_step("Edit")),
+    );
+    let run = stop(&gate);
+    assert_eq!(run.code, 2);
+    assert_eq!(run.stderr, block(&[DEFAULT_EDIT_PROBLEM]));
+    // Kimi sends stop_hook_active false after a block; the gate's own guard lets it go.
+    assert_eq!(stop(&gate).code, 0);
+
+    append(
+        &wire,
+        &(kimi_step("mcp__memory__memory_store") + &kimi_step("Read")),
+    );
+    assert_eq!(stop(&gate).code, 0);
+
+    append(&wire, &(kimi_step("Edit") + &kimi_step("Read")));
+    assert_eq!(stop(&gate).code, 2);
+    assert_eq!(stop(&gate).code, 0);
+}
+
+#[test]
+fn kimi_without_a_session_log_fails_open() {
+    let gate = Gate::new();
+    let run = gate.run(
+        &["hook", "stop", "--agent", "kimi"],
+        &json!({"session_id": "session_none", "cwd": gate.repo()}),
+    );
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("sessions"), "{}", run.stderr);
+}
+
+#[test]
+fn opencode_record_then_stop() {
+    let gate = Gate::new();
+    let record = |tool: &str| {
+        let run = gate.run(
+            &["hook", "record", "--agent", "opencode"],
+            &json!({"tool": tool, "sessionID": "ses_1", "callID": "call"}),
+        );
+        assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    };
+    let stop = |messages: u64| {
+        gate.run(
+            &["hook", "stop", "--agent", "opencode"],
+            &json!({"session_id": "ses_1", "cwd": gate.repo(), "assistant_messages": messages}),
+        )
+    };
+    record("memory_context_query");
+    record("write");
+    record("edit");
+    let run = stop(3);
+    assert_eq!(run.code, 2);
+    assert_eq!(run.stderr, block(&[DEFAULT_EDIT_PROBLEM]));
+
+    record("memory_memory_store");
+    assert_eq!(stop(5).code, 0);
+
+    record("patch");
+    // One assistant message since the last check: too soon to judge.
+    assert_eq!(stop(6).code, 0);
+    let run = stop(7);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("Modified 1 file(s)"), "{}", run.stderr);
+}
+
+#[test]
+fn opencode_stop_without_any_record_allows() {
+    let gate = Gate::new();
+    let run = gate.run(
+        &["hook", "stop", "--agent", "opencode"],
+        &json!({"session_id": "ses_quiet", "cwd": gate.repo(), "assistant_messages": 4}),
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+}
