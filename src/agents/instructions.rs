@@ -135,6 +135,10 @@ pub fn plan(root: &Path, layout: Layout, agents: &[AgentId]) -> anyhow::Result<V
             "CLAUDE.md"
         };
         out.push(rules(claude_real, display, all));
+        if matches!(&agents_md, Found::Link { target, .. } if target == LOST_LINK) {
+            // The link memloop makes: owned, so that uninstall takes it back.
+            out.push(agents_link(agents_path, agents, None));
+        }
         return Ok(out);
     }
 
@@ -168,20 +172,10 @@ pub fn plan(root: &Path, layout: Layout, agents: &[AgentId]) -> anyhow::Result<V
         }
         Layout::Symlink if !imports_agents_md(&claude) && symlinks_work(root) => {
             out.push(rules(claude_real, "CLAUDE.md", vec![AgentId::Claude]));
-            let mut link = Target {
-                path: agents_path,
-                display: "AGENTS.md".into(),
-                scope: Scope::Project,
-                agents: others(agents),
-                desired: Desired::Symlink {
-                    target: "CLAUDE.md".into(),
-                },
-                note: None,
-            };
-            if lost_link {
-                link.note = Some("AGENTS.md was the text `CLAUDE.md` (a checkout that lost the link); restored the symlink".into());
-            }
-            out.push(link);
+            let note = lost_link.then(|| {
+                "AGENTS.md was the text `CLAUDE.md` (a checkout that lost the link); restored the symlink".to_owned()
+            });
+            out.push(agents_link(agents_path, agents, note));
         }
         Layout::Symlink | Layout::Import => {
             let mut agents_target = if lost_link {
@@ -207,6 +201,19 @@ pub fn plan(root: &Path, layout: Layout, agents: &[AgentId]) -> anyhow::Result<V
         }
     }
     Ok(out)
+}
+
+fn agents_link(path: PathBuf, agents: &[AgentId], note: Option<String>) -> Target {
+    Target {
+        path,
+        display: "AGENTS.md".into(),
+        scope: Scope::Project,
+        agents: others(agents),
+        desired: Desired::Symlink {
+            target: LOST_LINK.into(),
+        },
+        note,
+    }
 }
 
 /// A lost-link text file is not the user's content: it is replaced by the rules as a whole.

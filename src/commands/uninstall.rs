@@ -34,6 +34,14 @@ pub fn run(args: UninstallArgs) -> anyhow::Result<ExitCode> {
     };
     changes.extend(forgotten_files(&repo, &changes)?);
     for change in &mut changes {
+        // A link that was already there when memloop installed on this machine is the user's.
+        let recorded = repo.state.original(&change.write_path).is_some();
+        if matches!(change.target.desired, Desired::Symlink { .. })
+            && !recorded
+            && !repo.state.files.is_empty()
+        {
+            change.after = change.before.clone();
+        }
         // Nothing else touched the file since memloop wrote it: give the original bytes back.
         if let Some(original) = repo.state.original(&change.write_path)
             && repo
