@@ -409,7 +409,7 @@ fn state_is_private_and_named_by_hash() {
         .collect();
     assert_eq!(names.len(), 1, "{names:?}");
     assert!(
-        names[0].ends_with(".json") && names[0].len() == 32 + 5,
+        names[0].ends_with(".1.json") && names[0].len() == 32 + 7,
         "{names:?}"
     );
     assert!(!gate.path("escape").exists());

@@ -160,38 +160,37 @@ fn stop(agent: Agent) -> anyhow::Result<Outcome> {
     let settings = Settings::load(cwd.as_deref());
     let tools = ToolSets::new(&settings.gate);
     let store = Store::open()?;
-    store.prune();
 
     let name = agent.as_str();
-    let (session_id, mut state, active) = match agent {
+    let (slot, mut state, active) = match agent {
         Agent::Claude => {
             let input = claude::parse_input(&input)?;
             let transcript = std::path::absolute(&input.transcript)
                 .with_context(|| format!("cannot resolve {}", input.transcript.display()))?;
-            let mut state = store.load(name, &input.session_id)?;
+            let (mut state, slot) = store.load(name, &input.session_id)?;
             claude::collect(&mut state, &transcript, &tools)?;
-            (input.session_id, state, input.stop_hook_active)
+            (slot, state, input.stop_hook_active)
         }
         Agent::Kimi => {
             let input = kimi::parse_input(&input)?;
             let logs = kimi::logs(&kimi::home()?, &input.session_id)?;
-            let mut state = store.load(name, &input.session_id)?;
+            let (mut state, slot) = store.load(name, &input.session_id)?;
             kimi::collect(&mut state, &logs, &tools)?;
             let active = input.stop_hook_active || state.blocked_last;
-            (input.session_id, state, active)
+            (slot, state, active)
         }
         Agent::Opencode => {
             let input = opencode::parse_stop(&input)?;
             let ledger = store.ledger_path(name, &input.session_id);
-            let mut state = store.load(name, &input.session_id)?;
+            let (mut state, slot) = store.load(name, &input.session_id)?;
             opencode::collect(&mut state, &ledger, &input, &settings.server, &tools)?;
-            (input.session_id, state, input.stop_hook_active)
+            (slot, state, input.stop_hook_active)
         }
     };
     let verdict = rules::check(&mut state.session, active, &settings.gate, &settings.hint);
     state.blocked_last = matches!(verdict, Verdict::Block(_));
     // Saved before answering: a block whose check was not recorded would repeat forever.
-    store.save(name, &session_id, &state)?;
+    store.save(&slot, &state)?;
     Ok(match verdict.message() {
         Some(message) => Outcome::Block(message),
         None => Outcome::Allow(settings.note),

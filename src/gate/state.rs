@@ -2,8 +2,9 @@
 //!
 //! `$XDG_STATE_HOME/memloop/gate` (default `~/.local/state/memloop/gate`), mode 0700: never a
 //! shared temp dir, where another user could plant or read a session's counter. File names are
-//! a hash of the agent and session id, so a session id is never used as a path. Files untouched
-//! for seven days are pruned at every stop.
+//! a hash of the agent and session id, so a session id is never used as a path:
+//! `<hash>.<generation>.json` for the state, `<hash>.ledger` for OpenCode's recorded calls.
+//! Files untouched for seven days are pruned at every stop, in the pass that finds the state.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -53,6 +54,12 @@ impl State {
     }
 }
 
+/// Where a loaded state lives, so saving writes its successor.
+pub struct Slot {
+    key: String,
+    generation: u64,
+}
+
 /// The state directory, created on first use.
 pub struct Store {
     dir: PathBuf,
@@ -85,39 +92,59 @@ impl Store {
         Ok(Store { dir })
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    fn path(&self, agent: &str, session_id: &str, ext: &str) -> PathBuf {
-        self.dir
-            .join(format!("{}.{ext}", session_key(agent, session_id)))
-    }
-
     pub fn ledger_path(&self, agent: &str, session_id: &str) -> PathBuf {
-        self.path(agent, session_id, "ledger")
+        self.dir
+            .join(format!("{}.ledger", session_key(agent, session_id)))
     }
 
-    /// The session's state; a fresh one when there is none or it was written by another
-    /// version (reading the logs again from the start is always correct).
-    pub fn load(&self, agent: &str, session_id: &str) -> anyhow::Result<State> {
-        let path = self.path(agent, session_id, "json");
-        let text = match fs::read(&path) {
-            Ok(text) => text,
-            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(State::fresh()),
-            Err(err) => {
-                return Err(err).with_context(|| format!("cannot read {}", path.display()));
+    fn state_path(&self, key: &str, generation: u64) -> PathBuf {
+        self.dir.join(format!("{key}.{generation}.json"))
+    }
+
+    /// The session's state, and prunes the directory in the same pass. A fresh state when
+    /// there is none or it was written by another version: reading the logs again from the
+    /// start is always correct.
+    pub fn load(&self, agent: &str, session_id: &str) -> anyhow::Result<(State, Slot)> {
+        let key = session_key(agent, session_id);
+        let entries = fs::read_dir(&self.dir)
+            .with_context(|| format!("cannot list {}", self.dir.display()))?;
+        let now = SystemTime::now();
+        let mut current: Option<u64> = None;
+        let mut superseded = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if let Some(generation) = generation_of(name, &key) {
+                match current {
+                    Some(newest) if newest >= generation => superseded.push(generation),
+                    _ => superseded.extend(current.replace(generation)),
+                }
+            } else if is_ours(name) && is_old(&entry, now) {
+                let _ = fs::remove_file(entry.path());
             }
+        }
+        // Left behind by a save interrupted between its rename and its removal.
+        for generation in superseded {
+            let _ = fs::remove_file(self.state_path(&key, generation));
+        }
+        let Some(generation) = current else {
+            return Ok((State::fresh(), Slot { key, generation: 0 }));
         };
-        Ok(serde_json::from_slice::<State>(&text)
+        let path = self.state_path(&key, generation);
+        let text = fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        let state = serde_json::from_slice::<State>(&text)
             .ok()
             .filter(|state| state.version == VERSION)
-            .unwrap_or_else(State::fresh))
+            .unwrap_or_else(State::fresh);
+        Ok((state, Slot { key, generation }))
     }
 
-    /// Writes the state atomically (temp file in the same dir, then rename).
-    pub fn save(&self, agent: &str, session_id: &str, state: &State) -> anyhow::Result<()> {
-        let path = self.path(agent, session_id, "json");
+    /// Writes the state atomically: a complete temp file renamed to the next generation's
+    /// name, then the previous generation removed. Renaming onto a fresh name rather than
+    /// over the old file keeps ext4 from flushing on every stop (its replace-by-rename
+    /// heuristic), which would cost more than the whole check.
+    pub fn save(&self, slot: &Slot, state: &State) -> anyhow::Result<()> {
+        let path = self.state_path(&slot.key, slot.generation + 1);
         let text = serde_json::to_vec(state).context("cannot serialize the gate state")?;
         let write = || -> io::Result<()> {
             let mut temp = tempfile::Builder::new()
@@ -133,7 +160,11 @@ impl Store {
                 path.display(),
                 self.dir.display()
             )
-        })
+        })?;
+        if slot.generation > 0 {
+            let _ = fs::remove_file(self.state_path(&slot.key, slot.generation));
+        }
+        Ok(())
     }
 
     /// Appends one line to a session's ledger. One `write` call per line with `O_APPEND`, so
@@ -154,31 +185,6 @@ impl Store {
             .and_then(|mut file| file.write_all(&buf))
             .with_context(|| format!("cannot append to {}", path.display()))
     }
-
-    /// Removes state files and ledgers untouched for seven days, and stale temp files. Best
-    /// effort: a file that cannot be removed now is tried again at the next stop.
-    pub fn prune(&self) {
-        let Ok(entries) = fs::read_dir(&self.dir) else {
-            return;
-        };
-        let now = SystemTime::now();
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            if !is_ours(name) {
-                continue;
-            }
-            let old = entry
-                .metadata()
-                .and_then(|meta| meta.modified())
-                .ok()
-                .and_then(|modified| now.duration_since(modified).ok())
-                .is_some_and(|age| age > MAX_AGE);
-            if old {
-                let _ = fs::remove_file(entry.path());
-            }
-        }
-    }
 }
 
 /// The hash naming a session's files.
@@ -196,16 +202,36 @@ pub fn session_key(agent: &str, session_id: &str) -> String {
         .to_owned()
 }
 
+/// Which session file generation `name` is, when it is a state file of the session `key`.
+fn generation_of(name: &str, key: &str) -> Option<u64> {
+    let rest = name.strip_prefix(key)?.strip_prefix('.')?;
+    let digits = rest.strip_suffix(".json")?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// State files (`<key>.<generation>.json`), ledgers (`<key>.ledger`) and temp files.
 fn is_ours(name: &str) -> bool {
     if name.starts_with(".tmp-") {
         return true;
     }
-    let Some((stem, ext)) = name.split_once('.') else {
+    let Some((key, rest)) = name.split_once('.') else {
         return false;
     };
-    matches!(ext, "json" | "ledger")
-        && stem.len() == HASH_HEX
-        && stem.bytes().all(|b| b.is_ascii_hexdigit())
+    key.len() == HASH_HEX
+        && key.bytes().all(|b| b.is_ascii_hexdigit())
+        && (rest == "ledger" || generation_of(name, key).is_some())
+}
+
+fn is_old(entry: &fs::DirEntry, now: SystemTime) -> bool {
+    entry
+        .metadata()
+        .and_then(|meta| meta.modified())
+        .ok()
+        .and_then(|modified| now.duration_since(modified).ok())
+        .is_some_and(|age| age > MAX_AGE)
 }
 
 fn create_private_dir(dir: &Path) -> io::Result<()> {
@@ -250,7 +276,9 @@ mod tests {
         assert_eq!(key.len(), HASH_HEX);
         assert!(key.bytes().all(|b| b.is_ascii_hexdigit()));
         assert_ne!(key, session_key("kimi", "../../etc/passwd"));
-        assert!(is_ours(&format!("{key}.json")));
+        assert!(is_ours(&format!("{key}.12.json")));
+        assert!(is_ours(&format!("{key}.ledger")));
+        assert!(!is_ours(&format!("{key}.json")));
         assert!(!is_ours("notes.json"));
     }
 
@@ -261,11 +289,42 @@ mod tests {
         let mut state = State::fresh();
         state.session.tool_calls = 7;
         state.blocked_last = true;
-        store.save("claude", "s1", &state).unwrap();
-        assert_eq!(store.load("claude", "s1").unwrap(), state);
-        assert_eq!(store.load("claude", "s2").unwrap(), State::fresh());
-        fs::write(store.path("claude", "s3", "json"), b"{not json").unwrap();
-        assert_eq!(store.load("claude", "s3").unwrap(), State::fresh());
+        let (loaded, slot) = store.load("claude", "s1").unwrap();
+        assert_eq!(loaded, State::fresh());
+        store.save(&slot, &state).unwrap();
+        let (loaded, slot) = store.load("claude", "s1").unwrap();
+        assert_eq!(loaded, state);
+        state.session.tool_calls = 8;
+        store.save(&slot, &state).unwrap();
+        assert_eq!(store.load("claude", "s1").unwrap().0, state);
+        // One generation on disk at a time.
+        assert_eq!(fs::read_dir(&store.dir).unwrap().count(), 1);
+        assert_eq!(store.load("claude", "s2").unwrap().0, State::fresh());
+        let key = session_key("claude", "s3");
+        fs::write(store.state_path(&key, 4), b"{not json").unwrap();
+        assert_eq!(store.load("claude", "s3").unwrap().0, State::fresh());
+    }
+
+    #[test]
+    fn the_newest_generation_wins_and_older_ones_go() {
+        let temp = tempfile::tempdir().unwrap();
+        let store = store(temp.path());
+        let key = session_key("kimi", "s");
+        let mut newer = State::fresh();
+        newer.session.checks = 3;
+        fs::write(
+            store.state_path(&key, 2),
+            serde_json::to_vec(&State::fresh()).unwrap(),
+        )
+        .unwrap();
+        fs::write(
+            store.state_path(&key, 10),
+            serde_json::to_vec(&newer).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(store.load("kimi", "s").unwrap().0, newer);
+        assert!(!store.state_path(&key, 2).exists());
+        assert!(store.state_path(&key, 10).exists());
     }
 
     #[cfg(unix)]
@@ -282,11 +341,11 @@ mod tests {
     }
 
     #[test]
-    fn prune_removes_only_old_files_of_ours() {
+    fn loading_prunes_only_old_files_of_ours() {
         let temp = tempfile::tempdir().unwrap();
         let store = store(temp.path());
-        let old = store.path("claude", "old", "json");
-        let new = store.path("claude", "new", "json");
+        let old = store.state_path(&session_key("claude", "old"), 1);
+        let new = store.state_path(&session_key("claude", "new"), 1);
         let foreign = store.dir.join("README");
         for path in [&old, &new, &foreign] {
             fs::write(path, b"{}").unwrap();
@@ -300,7 +359,7 @@ mod tests {
                 .set_modified(long_ago)
                 .unwrap();
         }
-        store.prune();
+        store.load("claude", "other").unwrap();
         assert!(!old.exists());
         assert!(new.exists());
         assert!(foreign.exists());
