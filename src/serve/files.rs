@@ -27,6 +27,23 @@ impl WriteLock {
             .with_context(|| format!("could not lock {}", path.display()))?;
         Ok(WriteLock { file })
     }
+
+    /// The lock if nobody holds it right now; `None` when another writer does.
+    pub fn try_acquire(path: &Path) -> anyhow::Result<Option<WriteLock>> {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .with_context(|| format!("could not open the lock file {}", path.display()))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(WriteLock { file })),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(err)) => {
+                Err(err).with_context(|| format!("could not lock {}", path.display()))
+            }
+        }
+    }
 }
 
 impl Drop for WriteLock {

@@ -24,7 +24,7 @@ and why. To replace a note, store the new one, then memory_forget the old one.";
 
 enum State {
     Loading(JoinHandle<anyhow::Result<Store>>),
-    Ready(Store),
+    Ready(Box<Store>),
     /// Why no tool can work, worded for the model (and so for the user it reports to).
     Unavailable(String),
     /// Only while a load is being joined.
@@ -55,7 +55,7 @@ impl MemoryServer {
                 unreachable!("checked above")
             };
             *state = match handle.join() {
-                Ok(Ok(store)) => State::Ready(store),
+                Ok(Ok(store)) => State::Ready(Box::new(store)),
                 Ok(Err(err)) => State::Unavailable(format!(
                     "could not load the memory store: {err:#}; fix the cause and restart the \
                      memory server"
@@ -73,12 +73,20 @@ impl MemoryServer {
     }
 
     /// Writes the derived cache if this session changed anything, so the next start is quick.
+    /// A load still running finishes first (it writes the cache itself).
     pub fn shutdown(&self) {
-        if let Err(why) = self
-            .with_store(|store| store.save_cache())
-            .and_then(|r| r.map_err(|e| format!("{e:#}")))
-        {
-            eprintln!("memloop serve: the cache was not saved ({why}); the next start rebuilds it");
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let saved = match std::mem::replace(&mut *state, State::Taken) {
+            State::Loading(handle) => handle.join().map(|_| ()).map_err(|_| {
+                anyhow::anyhow!("loading the memory store crashed; see the messages above")
+            }),
+            State::Ready(mut store) => store.save_cache(),
+            State::Unavailable(_) | State::Taken => Ok(()),
+        };
+        if let Err(err) = saved {
+            eprintln!(
+                "memloop serve: the cache was not saved ({err:#}); the next start rebuilds it"
+            );
         }
     }
 }

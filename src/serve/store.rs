@@ -360,7 +360,17 @@ impl Store {
             }
         }
         store.seen = store.signature();
-        let changed = store.notes.scan(true, false)? | store.routes.scan(true, false)?;
+        // With the lock free, any temp file is a crashed writer's leftover: clear it now. A
+        // repository without notes gets no `.memloop/` from merely being read.
+        let lock = if store.notes.dir.is_dir() || store.routes.dir.is_dir() {
+            store.ensure_layout()?;
+            WriteLock::try_acquire(&store.lock_path())?
+        } else {
+            None
+        };
+        let clean = lock.is_some();
+        let changed = store.notes.scan(true, clean)? | store.routes.scan(true, clean)?;
+        drop(lock);
         store.cache_dirty = changed || !had_cache;
         if !store.notes.is_empty() || !store.routes.is_empty() {
             store.save_cache()?;
@@ -435,6 +445,10 @@ impl Store {
         }
     }
 
+    fn lock_path(&self) -> PathBuf {
+        self.cache_dir().join("lock")
+    }
+
     fn generation_path(&self) -> PathBuf {
         self.cache_dir().join("generation")
     }
@@ -475,7 +489,7 @@ impl Store {
         op: impl FnOnce(&mut Store) -> anyhow::Result<R>,
     ) -> anyhow::Result<R> {
         self.ensure_layout()?;
-        let _lock = WriteLock::acquire(&self.cache_dir().join("lock"))?;
+        let _lock = WriteLock::acquire(&self.lock_path())?;
         self.refresh_with(true)?;
         let out = op(self)?;
         let generation = self.signature().generation.wrapping_add(1);

@@ -1,5 +1,476 @@
-//! Placeholder until its owner lands this task.
+//! `cargo xtask bench serve`: the embedded memory server at 10,000 notes, driven over its stdio
+//! the way an agent drives it (newline-delimited JSON-RPC), against the release binary.
+//!
+//! Targets (issue 4): `context_query` p95 under 10 ms, `memory_store` p95 under 5 ms, server
+//! start to first answer under 50 ms, resident memory (VmHWM) under 50 MiB. A missed target
+//! fails the task.
 
-pub fn run(_args: &[String]) -> anyhow::Result<()> {
-    anyhow::bail!("not built yet")
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail, ensure};
+use serde_json::{Value, json};
+
+const NOTES: usize = 10_000;
+const QUERIES: usize = 500;
+const STORES: usize = 300;
+const STARTS: usize = 15;
+
+const USAGE: &str = "usage: cargo xtask bench serve [--notes N] [--keep]";
+
+pub fn run(args: &[String]) -> anyhow::Result<()> {
+    let mut notes = NOTES;
+    let mut keep = false;
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--notes" => {
+                notes = rest.next().and_then(|n| n.parse().ok()).context(USAGE)?;
+            }
+            "--keep" => keep = true,
+            _ => bail!("{USAGE}"),
+        }
+    }
+    let binary = build_release()?;
+    let repo = tempfile::Builder::new()
+        .prefix("memloop-bench-")
+        .tempdir()?;
+    std::fs::create_dir(repo.path().join(".git"))?;
+    let words = Words::new();
+    eprintln!("writing {notes} notes into {}", repo.path().display());
+    write_notes(repo.path(), notes, &words)?;
+
+    // The first start parses every file and writes the derived cache; later starts use it.
+    let mut cold = Server::start(&binary, repo.path())?;
+    let cold_first = cold.first_query_after_start(&words)?;
+    let cold_count = cold.count_check(notes)?;
+    cold.close()?;
+
+    let mut to_initialize = Vec::new();
+    let mut to_first_query = Vec::new();
+    for _ in 0..STARTS {
+        let mut server = Server::start(&binary, repo.path())?;
+        to_initialize.push(server.initialized_after);
+        to_first_query.push(server.first_query_after_start(&words)?);
+        server.close()?;
+    }
+
+    let mut server = Server::start(&binary, repo.path())?;
+    let mut rng = Rng(7);
+    let mut query_times = Vec::new();
+    for _ in 0..QUERIES {
+        let query = words.query(&mut rng);
+        let (took, answer) = server.timed_call("context_query", json!({"query": query}))?;
+        ensure!(answer["isError"] == false, "context_query failed: {answer}");
+        query_times.push(took);
+    }
+    let mut store_times = Vec::new();
+    for i in 0..STORES {
+        let note = words.note(&mut rng, NOTES + i);
+        let (took, answer) = server.timed_call("memory_store", note)?;
+        ensure!(answer["isError"] == false, "memory_store failed: {answer}");
+        store_times.push(took);
+    }
+    // Queries against a store that other writes just changed still answer from the index.
+    let (_, answer) = server.timed_call(
+        "context_query",
+        json!({"query": format!("sentinel{}", NOTES + STORES - 1)}),
+    )?;
+    ensure!(
+        answer["structuredContent"]["notes"]
+            .as_array()
+            .map(Vec::len)
+            == Some(1),
+        "the last stored note is not found: {answer}"
+    );
+    let rss_kib = server.peak_rss_kib()?;
+    server.close()?;
+
+    let rows = [
+        Row::times("context_query (500 queries, 10k notes)", &query_times, 10.0),
+        Row::times("memory_store (300 stores, 10k notes)", &store_times, 5.0),
+        Row::times(
+            "start to initialize answer (15 starts)",
+            &to_initialize,
+            50.0,
+        ),
+        Row::times("start to first context_query answer", &to_first_query, 50.0),
+        Row {
+            name: "start to first query, no cache (once)".into(),
+            figures: format!("{:>9.2} ms", ms(cold_first)),
+            target: "info".into(),
+            ok: true,
+        },
+        Row {
+            name: "resident memory peak (VmHWM)".into(),
+            figures: format!("{:>9.1} MiB", rss_kib as f64 / 1024.0),
+            target: "< 50 MiB".into(),
+            ok: rss_kib < 50 * 1024,
+        },
+    ];
+    println!(
+        "\nmemloop serve, {cold_count} notes, release build, {}\n",
+        binary.display()
+    );
+    println!(
+        "{:<42} {:>9} {:>9} {:>9}   {:<14}",
+        "", "p50", "p95", "max", "target"
+    );
+    for row in &rows {
+        println!(
+            "{:<42} {:<29}   {:<14} {}",
+            row.name,
+            row.figures,
+            row.target,
+            if row.ok { "ok" } else { "MISSED" }
+        );
+    }
+    if keep {
+        println!("\nrepository kept at {}", repo.keep().display());
+    }
+    let missed: Vec<&str> = rows
+        .iter()
+        .filter(|r| !r.ok)
+        .map(|r| r.name.as_str())
+        .collect();
+    if !missed.is_empty() {
+        bail!("targets missed: {}", missed.join(", "));
+    }
+    Ok(())
+}
+
+fn build_release() -> anyhow::Result<PathBuf> {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("xtask lives in the workspace")?
+        .to_path_buf();
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args([
+            "build",
+            "--release",
+            "--package",
+            "memloop",
+            "--bin",
+            "memloop",
+        ])
+        .current_dir(&workspace)
+        .status()
+        .context("could not run cargo build")?;
+    ensure!(status.success(), "cargo build --release failed");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace.join("target"));
+    let target = if target.is_relative() {
+        workspace.join(target)
+    } else {
+        target
+    };
+    let binary = target.join("release").join("memloop");
+    ensure!(binary.is_file(), "no binary at {}", binary.display());
+    Ok(binary)
+}
+
+struct Row {
+    name: String,
+    figures: String,
+    target: String,
+    ok: bool,
+}
+
+impl Row {
+    fn times(name: &str, times: &[Duration], p95_limit_ms: f64) -> Row {
+        let mut sorted: Vec<f64> = times.iter().map(|d| ms(*d)).collect();
+        sorted.sort_by(f64::total_cmp);
+        let at =
+            |q: f64| sorted[((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1];
+        let p95 = at(0.95);
+        Row {
+            name: name.into(),
+            figures: format!(
+                "{:>6.2} ms {:>6.2} ms {:>6.2} ms",
+                at(0.5),
+                p95,
+                sorted[sorted.len() - 1]
+            ),
+            target: format!("p95 < {p95_limit_ms} ms"),
+            ok: p95 < p95_limit_ms,
+        }
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// One server process, spoken to line by line.
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+    started: Instant,
+    initialized_after: Duration,
+}
+
+impl Server {
+    fn start(binary: &Path, repo: &Path) -> anyhow::Result<Server> {
+        let started = Instant::now();
+        let mut child = Command::new(binary)
+            .arg("serve")
+            .current_dir(repo)
+            .env_remove("MEMLOOP_ROOT")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .with_context(|| format!("could not start {}", binary.display()))?;
+        let stdin = child.stdin.take().context("stdin")?;
+        let stdout = BufReader::new(child.stdout.take().context("stdout")?);
+        let mut server = Server {
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+            started,
+            initialized_after: Duration::ZERO,
+        };
+        let answer = server.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "bench", "version": "1"}}),
+        )?;
+        server.initialized_after = started.elapsed();
+        ensure!(
+            answer.get("result").is_some(),
+            "initialize failed: {answer}"
+        );
+        server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+        Ok(server)
+    }
+
+    /// Time from spawn to the answer of the first tool call (which waits for the load).
+    fn first_query_after_start(&mut self, words: &Words) -> anyhow::Result<Duration> {
+        let query = words.query(&mut Rng(99));
+        let answer = self.request(
+            "tools/call",
+            json!({"name": "context_query", "arguments": {"query": query}}),
+        )?;
+        ensure!(
+            answer["result"]["isError"] == false,
+            "first query failed: {answer}"
+        );
+        Ok(self.started.elapsed())
+    }
+
+    /// The fixture is really loaded: its first, middle and last notes answer.
+    fn count_check(&mut self, notes: usize) -> anyhow::Result<usize> {
+        for probe in [0, notes / 2, notes - 1] {
+            let answer = self.request(
+                "tools/call",
+                json!({"name": "context_query", "arguments": {"query": format!("sentinel{probe}")}}),
+            )?;
+            let found = answer["result"]["structuredContent"]["notes"]
+                .as_array()
+                .map_or(0, Vec::len);
+            ensure!(
+                found == 1,
+                "note {probe} of the fixture is not found: {answer}"
+            );
+        }
+        Ok(notes)
+    }
+
+    fn timed_call(&mut self, tool: &str, arguments: Value) -> anyhow::Result<(Duration, Value)> {
+        let start = Instant::now();
+        let answer = self.request("tools/call", json!({"name": tool, "arguments": arguments}))?;
+        Ok((start.elapsed(), answer["result"].clone()))
+    }
+
+    fn send(&mut self, message: &Value) -> anyhow::Result<()> {
+        writeln!(self.stdin, "{message}").context("the server closed its stdin")?;
+        self.stdin.flush()?;
+        Ok(())
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> anyhow::Result<Value> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        read_answer(&mut self.stdout, id)
+    }
+
+    fn peak_rss_kib(&self) -> anyhow::Result<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .context("reading /proc/<pid>/status (Linux only)")?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .context("no VmHWM line in /proc/<pid>/status")
+    }
+
+    fn close(mut self) -> anyhow::Result<()> {
+        drop(self.stdin);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                ensure!(status.success(), "the server exited with {status}");
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                self.child.kill()?;
+                bail!("the server did not exit within 10 s of its stdin closing");
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+}
+
+fn read_answer(stdout: &mut BufReader<ChildStdout>, id: u64) -> anyhow::Result<Value> {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let read = stdout.read_line(&mut line)?;
+        ensure!(
+            read > 0,
+            "the server closed stdout before answering request {id}"
+        );
+        let message: Value = serde_json::from_str(&line)
+            .with_context(|| format!("the server wrote a line that is not JSON: {line:?}"))?;
+        if message["id"] == id {
+            return Ok(message);
+        }
+    }
+}
+
+/// A fixed pseudo-random sequence, so every run measures the same notes and queries.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // xorshift64*
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    /// Skewed towards small numbers, like word frequencies in prose.
+    fn zipf(&mut self, n: usize) -> usize {
+        let a = self.below(n);
+        let b = self.below(n);
+        a.min(b).min(self.below(n))
+    }
+}
+
+/// A vocabulary of made-up words: 3,000 for prose, 300 for tags.
+struct Words {
+    prose: Vec<String>,
+    tags: Vec<String>,
+}
+
+impl Words {
+    fn new() -> Words {
+        const SYLLABLES: [&str; 24] = [
+            "ka", "to", "ri", "men", "sol", "va", "ex", "qui", "lo", "dra", "pen", "tur", "shi",
+            "bo", "nal", "ge", "fu", "zor", "im", "ple", "cas", "du", "ver", "ot",
+        ];
+        let mut rng = Rng(42);
+        let mut word = |syllables: usize| -> String {
+            (0..syllables)
+                .map(|_| SYLLABLES[rng.below(SYLLABLES.len())])
+                .collect()
+        };
+        let prose = (0..3000).map(|i| word(2 + i % 3)).collect();
+        let tags = (0..300).map(|_| word(2)).collect();
+        Words { prose, tags }
+    }
+
+    fn sentence(&self, rng: &mut Rng, words: usize) -> String {
+        (0..words)
+            .map(|_| self.prose[rng.zipf(self.prose.len())].as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    fn query(&self, rng: &mut Rng) -> String {
+        let words = 2 + rng.below(3);
+        let mut query = self.sentence(rng, words);
+        if rng.below(2) == 0 {
+            query.push(' ');
+            query.push_str(&self.tags[rng.zipf(self.tags.len())]);
+        }
+        query
+    }
+
+    fn tags(&self, rng: &mut Rng) -> Vec<String> {
+        let mut tags: Vec<String> = Vec::new();
+        let want = 2 + rng.below(4);
+        while tags.len() < want {
+            let tag = &self.tags[rng.zipf(self.tags.len())];
+            if !tags.contains(tag) {
+                tags.push(tag.clone());
+            }
+        }
+        tags
+    }
+
+    /// The arguments of one `memory_store`: about 25 to 45 words, like the seed's note.
+    fn note(&self, rng: &mut Rng, n: usize) -> Value {
+        let words = 25 + rng.below(20);
+        let category = ["decisions", "gotchas", "patterns", "context"][rng.below(4)];
+        json!({
+            "content": format!("{} sentinel{n}.", self.sentence(rng, words)),
+            "category": category,
+            "importance": 1 + rng.below(10),
+            "tags": self.tags(rng),
+        })
+    }
+}
+
+/// Writes the fixture straight to disk in the server's file format (what a repository with
+/// months of notes looks like after `git clone`); the load check above proves it is read.
+fn write_notes(repo: &Path, count: usize, words: &Words) -> anyhow::Result<()> {
+    let dir = repo.join(".memloop/memory/notes");
+    std::fs::create_dir_all(&dir)?;
+    let mut rng = Rng(1);
+    for n in 0..count {
+        let note = words.note(&mut rng, n);
+        let tags: Vec<&str> = note["tags"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let (day, second) = (n / 86_400, n % 86_400);
+        let text = format!(
+            "---\ncategory: {}\nimportance: {}\ntags: [{}]\ncreated: 2026-{:02}-{:02}T{:02}:{:02}:{:02}.000Z\n---\n{}\n",
+            note["category"].as_str().unwrap_or("context"),
+            note["importance"],
+            tags.join(", "),
+            1 + day / 28,
+            1 + day % 28,
+            second / 3600,
+            second / 60 % 60,
+            second % 60,
+            note["content"].as_str().unwrap_or_default(),
+        );
+        let id = format!(
+            "n-2026{:02}{:02}-{:02}{:02}{:02}-{:06x}",
+            1 + day / 28,
+            1 + day % 28,
+            second / 3600,
+            second / 60 % 60,
+            second % 60,
+            n
+        );
+        std::fs::write(dir.join(format!("{id}.md")), text)?;
+    }
+    Ok(())
 }
