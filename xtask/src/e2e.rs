@@ -45,6 +45,8 @@ pub struct Ctx {
     pub timeout: Duration,
     /// Per gate-loop run.
     pub gate_timeout: Duration,
+    /// How long the fake model takes per reply.
+    pub model_latency: Duration,
     keep: bool,
 }
 
@@ -138,6 +140,8 @@ const USAGE: &str = "usage: cargo xtask e2e [SCENARIO|GROUP ...] [--keep] [--han
                     harness and the agents, not memloop's installer)
   --memloop PATH    test this memloop binary instead of building the workspace's
   --timeout SECS    per agent command (default 60; gate runs get 4x)
+  --model-latency-ms MS  how long each fake model reply takes (default 400; 0 exposes Claude
+                    Code running the Stop hook before its transcript holds the last tool calls)
   --list            list the scenarios
 
 env: MEMLOOP_E2E_CACHE overrides the tool cache (default ${XDG_CACHE_HOME:-~/.cache}/memloop-e2e)";
@@ -148,6 +152,7 @@ pub fn run(args: &[String]) -> Result<()> {
     let mut hand_written = false;
     let mut memloop_bin = None;
     let mut timeout = Duration::from_secs(60);
+    let mut model_latency = Duration::from_millis(400);
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -163,6 +168,14 @@ pub fn run(args: &[String]) -> Result<()> {
                     .parse()
                     .context("--timeout takes whole seconds")?;
                 timeout = Duration::from_secs(secs);
+            }
+            "--model-latency-ms" => {
+                let ms: u64 = it
+                    .next()
+                    .context("--model-latency-ms needs milliseconds")?
+                    .parse()
+                    .context("--model-latency-ms takes whole milliseconds")?;
+                model_latency = Duration::from_millis(ms);
             }
             "--list" => {
                 for s in SCENARIOS {
@@ -205,6 +218,7 @@ pub fn run(args: &[String]) -> Result<()> {
         hand_written,
         timeout,
         gate_timeout: timeout * 4,
+        model_latency,
         keep,
     };
     {

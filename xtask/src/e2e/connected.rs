@@ -81,6 +81,8 @@ pub fn kimi(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
             writes: 0,
             write_tool: "Write".into(),
             store_tool: "mcp__memory__memory_store".into(),
+            lookup_tool: None,
+            latency: ctx.model_latency,
         },
     )?;
     agents::kimi_model_env(sb, &fake.base_url());

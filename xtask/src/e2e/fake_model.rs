@@ -5,13 +5,15 @@
 //! 1. until `writes` files were written: a call of the agent's write tool (one file per turn);
 //! 2. then end the turn (the agent stops, and the Stop gate should send it back);
 //! 3. on a request whose messages contain the gate's `KNOWLEDGE CHECK`: a call of the memory
-//!    server's store tool, with arguments made from the tool's own JSON schema;
+//!    server's lookup tool (the gate asks for a lookup first), then of its store tool, each with
+//!    arguments made from the tool's own JSON schema;
 //! 4. after that call: end the turn.
 //!
 //! Requests without tools (session titles) get a short text. Every request is recorded.
 
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,6 +25,7 @@ use super::http::{self, Request};
 pub const GATE_MARKER: &str = "KNOWLEDGE CHECK";
 /// After this many model requests the fake only ends turns (a runaway loop guard).
 const MAX_SCRIPTED: usize = 40;
+static REPLY_ID: AtomicUsize = AtomicUsize::new(1);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
@@ -40,6 +43,12 @@ pub struct Script {
     pub write_tool: String,
     /// The memory server's store tool as the agent names it.
     pub store_tool: String,
+    /// The memory server's lookup tool as the agent names it: called before the store when the
+    /// gate's message arrives, since the gate also asks for a lookup first.
+    pub lookup_tool: Option<String>,
+    /// How long each model reply takes. A zero-latency model exposes a race in Claude Code
+    /// 2.1.328: the Stop hook ran while the transcript still lacked the last tool calls.
+    pub latency: Duration,
 }
 
 /// One request the agent sent and what the fake answered.
@@ -201,12 +210,15 @@ fn route(
     match (req.method.as_str(), path) {
         ("POST", "/v1/messages") | ("POST", "/v1/chat/completions") => {
             let conv = Conversation::parse(dialect, body);
+            std::thread::sleep(script.latency);
             let turn = if earlier_calls >= MAX_SCRIPTED {
                 Turn::Text("Stopping: the fake model's request budget is used up.".into())
             } else {
                 decide(&conv, script)
             };
             let summary = turn.summary();
+            // Unique per reply, as from a real API (the gate counts assistant entries by id).
+            let reply_id = REPLY_ID.fetch_add(1, Ordering::Relaxed).to_string();
             let stream_wanted = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
             let model = body
                 .get("model")
@@ -214,20 +226,24 @@ fn route(
                 .unwrap_or("fake-model");
             match (dialect, stream_wanted) {
                 (Dialect::Anthropic, true) => {
-                    http::respond_sse(stream, &anthropic_sse(&turn, model))?
+                    http::respond_sse(stream, &anthropic_sse(&turn, model, &reply_id))?
                 }
                 (Dialect::Anthropic, false) => http::respond(
                     stream,
                     200,
                     "application/json",
-                    anthropic_json(&turn, model).to_string().as_bytes(),
+                    anthropic_json(&turn, model, &reply_id)
+                        .to_string()
+                        .as_bytes(),
                 )?,
-                (Dialect::OpenAi, true) => http::respond_sse(stream, &openai_sse(&turn, model))?,
+                (Dialect::OpenAi, true) => {
+                    http::respond_sse(stream, &openai_sse(&turn, model, &reply_id))?
+                }
                 (Dialect::OpenAi, false) => http::respond(
                     stream,
                     200,
                     "application/json",
-                    openai_json(&turn, model).to_string().as_bytes(),
+                    openai_json(&turn, model, &reply_id).to_string().as_bytes(),
                 )?,
             }
             Ok(summary)
@@ -296,6 +312,16 @@ fn decide(conv: &Conversation, script: &Script) -> Turn {
         return Turn::Text("Stored what I learned; done.".into());
     }
     if conv.text.contains(GATE_MARKER) {
+        if let Some(lookup) = &script.lookup_tool
+            && !conv.tool_calls.iter().any(|c| &c.name == lookup)
+            && let Some(tool) = conv.tools.iter().find(|t| &t.name == lookup)
+        {
+            return Turn::Tool {
+                id: format!("call_lookup_{}", conv.messages),
+                name: tool.name.clone(),
+                input: store_args(&tool.schema),
+            };
+        }
         let Some(tool) = conv.tools.iter().find(|t| t.name == script.store_tool) else {
             let names: Vec<_> = conv.tools.iter().map(|t| t.name.as_str()).collect();
             return Turn::Text(format!(
@@ -644,10 +670,10 @@ fn sse(event: Option<&str>, data: &Value) -> String {
     }
 }
 
-fn anthropic_sse(turn: &Turn, model: &str) -> Vec<String> {
+fn anthropic_sse(turn: &Turn, model: &str, id: &str) -> Vec<String> {
     let mut out = vec![sse(
         Some("message_start"),
-        &json!({"type": "message_start", "message": {"id": "msg_e2e", "type": "message", "role": "assistant",
+        &json!({"type": "message_start", "message": {"id": format!("msg_e2e_{id}"), "type": "message", "role": "assistant",
             "model": model, "content": [], "stop_reason": null, "stop_sequence": null,
             "usage": {"input_tokens": 100, "output_tokens": 1}}}),
     )];
@@ -692,7 +718,7 @@ fn anthropic_sse(turn: &Turn, model: &str) -> Vec<String> {
     out
 }
 
-fn anthropic_json(turn: &Turn, model: &str) -> Value {
+fn anthropic_json(turn: &Turn, model: &str, id: &str) -> Value {
     let (content, stop) = match turn {
         Turn::Text(text) => (json!([{"type": "text", "text": text}]), "end_turn"),
         Turn::Tool { id, name, input } => (
@@ -700,15 +726,15 @@ fn anthropic_json(turn: &Turn, model: &str) -> Value {
             "tool_use",
         ),
     };
-    json!({"id": "msg_e2e", "type": "message", "role": "assistant", "model": model, "content": content,
+    json!({"id": format!("msg_e2e_{id}"), "type": "message", "role": "assistant", "model": model, "content": content,
            "stop_reason": stop, "stop_sequence": null, "usage": {"input_tokens": 100, "output_tokens": 20}})
 }
 
-fn openai_sse(turn: &Turn, model: &str) -> Vec<String> {
+fn openai_sse(turn: &Turn, model: &str, id: &str) -> Vec<String> {
     let chunk = |delta: Value, finish: Value| {
         sse(
             None,
-            &json!({"id": "chatcmpl-e2e", "object": "chat.completion.chunk", "created": 0, "model": model,
+            &json!({"id": format!("chatcmpl-e2e-{id}"), "object": "chat.completion.chunk", "created": 0, "model": model,
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}),
         )
     };
@@ -735,14 +761,14 @@ fn openai_sse(turn: &Turn, model: &str) -> Vec<String> {
             "tool_calls"
         }
     };
-    out.push(sse(None, &json!({"id": "chatcmpl-e2e", "object": "chat.completion.chunk", "created": 0, "model": model,
+    out.push(sse(None, &json!({"id": format!("chatcmpl-e2e-{id}"), "object": "chat.completion.chunk", "created": 0, "model": model,
         "choices": [{"index": 0, "delta": {}, "finish_reason": finish}],
         "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}})));
     out.push("data: [DONE]\n\n".into());
     out
 }
 
-fn openai_json(turn: &Turn, model: &str) -> Value {
+fn openai_json(turn: &Turn, model: &str, id: &str) -> Value {
     let (message, finish) = match turn {
         Turn::Text(text) => (json!({"role": "assistant", "content": text}), "stop"),
         Turn::Tool { id, name, input } => (
@@ -751,7 +777,7 @@ fn openai_json(turn: &Turn, model: &str) -> Value {
             "tool_calls",
         ),
     };
-    json!({"id": "chatcmpl-e2e", "object": "chat.completion", "created": 0, "model": model,
+    json!({"id": format!("chatcmpl-e2e-{id}"), "object": "chat.completion", "created": 0, "model": model,
            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}})
 }
@@ -782,6 +808,8 @@ mod tests {
             writes: 2,
             write_tool: "Write".into(),
             store_tool: "mcp__memory__memory_store".into(),
+            lookup_tool: None,
+            latency: Duration::ZERO,
         };
         let tools = json!([{"name": "Write", "input_schema": {"properties": {"file_path": {}, "content": {}}}},
                            {"name": "mcp__memory__memory_store", "input_schema": {"required": ["content"], "properties": {"content": {"type": "string"}}}}]);

@@ -23,12 +23,14 @@ fn needs(ctx: &Ctx) -> Result<()> {
     ctx.caps.need_serve()
 }
 
-fn script(sb: &Sandbox, write_tool: &str, store_tool: &str) -> Script {
+fn script(ctx: &Ctx, sb: &Sandbox, write_tool: &str, store_tool: &str) -> Script {
     Script {
         repo: sb.repo.clone(),
         writes: WRITES,
         write_tool: write_tool.into(),
         store_tool: store_tool.into(),
+        lookup_tool: Some(store_tool.replace("memory_store", "context_query")),
+        latency: ctx.model_latency,
     }
 }
 
@@ -37,7 +39,7 @@ pub fn claude(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     memloop::install(sb, &ctx.caps, ctx.hand_written, None)?;
     agents::claude(sb, false)?;
     let store = "mcp__memory__memory_store";
-    let fake = FakeModel::start(Dialect::Anthropic, script(sb, "Write", store))?;
+    let fake = FakeModel::start(Dialect::Anthropic, script(ctx, sb, "Write", store))?;
     sb.set_env("ANTHROPIC_BASE_URL", fake.base_url());
     sb.set_env("ANTHROPIC_AUTH_TOKEN", "sk-e2e");
     // MCP tools upfront instead of behind ToolSearch (e2e-findings.md).
@@ -79,7 +81,7 @@ pub fn kimi(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     memloop::install(sb, &ctx.caps, ctx.hand_written, None)?;
     agents::kimi_trust(sb)?;
     let store = "mcp__memory__memory_store";
-    let fake = FakeModel::start(Dialect::OpenAi, script(sb, "Write", store))?;
+    let fake = FakeModel::start(Dialect::OpenAi, script(ctx, sb, "Write", store))?;
     agents::kimi_model_env(sb, &fake.base_url());
     let out = sb.run(
         ctx.tools.bin.join("kimi"),
@@ -111,7 +113,7 @@ pub fn opencode(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         bail!("memloop init wrote no {}", plugin.display());
     }
     let store = "memory_memory_store";
-    let fake = FakeModel::start(Dialect::OpenAi, script(sb, "write", store))?;
+    let fake = FakeModel::start(Dialect::OpenAi, script(ctx, sb, "write", store))?;
     agents::opencode(sb, &ctx.tools, Some(&fake.base_url()))?;
     let port = free_port()?;
     let mut cmd = sb.command(ctx.tools.bin.join("opencode"));
@@ -301,6 +303,11 @@ fn check_loop(fake: &FakeModel, store: &str, repo: &Path, out: &Output) -> Resul
         notes.len()
     );
 
+    let lookup = store.replace("memory_store", "context_query");
+    if let Some(r) = convs[stored_at].result_of(&lookup) {
+        println!("   {lookup} answered {:?}", proc::tail(&r.text, 160));
+    }
+
     // 3. The next stop was allowed: nothing sent the agent back after the store.
     let gates_at_store = convs[stored_at].text.matches(GATE_MARKER).count();
     if let Some(later) = convs[stored_at..]
@@ -321,6 +328,11 @@ fn check_loop(fake: &FakeModel, store: &str, repo: &Path, out: &Output) -> Resul
             "the agent kept going after the store ({after} more model requests); expected it to stop"
         ));
     }
+    println!(
+        "   {} model requests; the last at +{:.1}s; the run ended after the store",
+        calls.len(),
+        calls.last().map_or(0.0, |c| c.at.as_secs_f64())
+    );
     Ok(())
 }
 
