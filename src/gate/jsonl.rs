@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 
 /// Lines up to this size are handed out whole; longer ones only by position, so a caller can
 /// stream-parse them without holding them in memory.
-pub const MAX_LINE: usize = 2 << 20;
+pub const MAX_LINE: usize = 1 << 20;
 const CHUNK: usize = 128 << 10;
 /// How much of the file's start identifies it across checks.
 const HEAD: u64 = 4096;
@@ -102,7 +102,7 @@ fn head_hash(file: &mut File, len: u64) -> io::Result<String> {
 /// One complete line, without its `\n` (and without a `\r` before it).
 pub enum Line<'a> {
     Whole(&'a [u8]),
-    /// Longer than [`MAX_LINE`]: read it with [`Lines::stream`].
+    /// Longer than [`MAX_LINE`]: only its place, so it can be streamed from the file.
     Long {
         start: u64,
         len: u64,
@@ -210,22 +210,31 @@ impl<'f> Lines<'f> {
             }
         }
     }
-
-    /// The bytes of a [`Line::Long`], read straight from the file.
-    pub fn stream(&self, start: u64, len: u64) -> impl Read + '_ {
-        At {
-            file: self.file,
-            pos: start,
-            end: start + len,
-        }
-    }
 }
 
 /// Parses the complete lines of `file` from `offset` on as `T`, and returns the offset to save.
 /// Lines without `needle` are skipped unparsed (the cheap path through large logs); lines that
 /// are not valid JSON or not shaped like `T` are skipped, since the formats are internal to the
 /// agents and change between versions.
+///
+/// A large unread region (a first check on a long session) is split over two threads: one
+/// reads and filters lines, the other parses the few that match. Small regions (every repeat
+/// check) stay on one thread, where starting a thread would cost more than it saves.
 pub fn read_rows<T: DeserializeOwned>(
+    file: &File,
+    offset: u64,
+    needle: &[u8],
+    each: impl FnMut(T),
+) -> io::Result<u64> {
+    let unread = file.metadata()?.len().saturating_sub(offset);
+    if unread >= PIPELINE_FROM {
+        read_rows_pipelined(file, offset, needle, each)
+    } else {
+        read_rows_single(file, offset, needle, each)
+    }
+}
+
+fn read_rows_single<T: DeserializeOwned>(
     file: &File,
     offset: u64,
     needle: &[u8],
@@ -242,16 +251,97 @@ pub fn read_rows<T: DeserializeOwned>(
                 }
                 serde_json::from_slice::<T>(bytes).ok()
             }
-            Some(Line::Long { start, len }) => {
-                let reader = io::BufReader::with_capacity(64 << 10, lines.stream(start, len));
-                serde_json::from_reader::<_, T>(reader).ok()
-            }
+            Some(Line::Long { start, len }) => parse_long(file, start, len),
         };
         if let Some(row) = row {
             each(row);
         }
     }
     Ok(lines.offset())
+}
+
+/// Unread bytes from which [`read_rows`] uses two threads.
+const PIPELINE_FROM: u64 = 8 << 20;
+/// Matching lines travel between the threads in batches of about this size; with the channel's
+/// bound this caps what is in flight at a few MiB.
+const BATCH: usize = 256 << 10;
+const BATCHES_IN_FLIGHT: usize = 2;
+
+#[derive(Default)]
+struct Batch {
+    bytes: Vec<u8>,
+    lines: Vec<Piece>,
+}
+
+enum Piece {
+    /// A range of `Batch::bytes`.
+    Whole(usize, usize),
+    Long {
+        start: u64,
+        len: u64,
+    },
+}
+
+fn read_rows_pipelined<T: DeserializeOwned>(
+    file: &File,
+    offset: u64,
+    needle: &[u8],
+    mut each: impl FnMut(T),
+) -> io::Result<u64> {
+    std::thread::scope(|scope| {
+        let (sender, receiver) = std::sync::mpsc::sync_channel::<Batch>(BATCHES_IN_FLIGHT);
+        let reader = scope.spawn(move || -> io::Result<u64> {
+            let finder = memchr::memmem::Finder::new(needle);
+            let mut lines = Lines::new(file, offset)?;
+            let mut batch = Batch::default();
+            while let Some(line) = lines.next_line()? {
+                match line {
+                    Line::Whole(bytes) => {
+                        if finder.find(bytes).is_none() {
+                            continue;
+                        }
+                        let at = batch.bytes.len();
+                        batch.bytes.extend_from_slice(bytes);
+                        batch.lines.push(Piece::Whole(at, batch.bytes.len()));
+                    }
+                    Line::Long { start, len } => batch.lines.push(Piece::Long { start, len }),
+                }
+                if batch.bytes.len() >= BATCH || batch.lines.len() >= 4096 {
+                    if sender.send(std::mem::take(&mut batch)).is_err() {
+                        break;
+                    }
+                }
+            }
+            let _ = sender.send(batch);
+            Ok(lines.offset())
+        });
+        for batch in receiver {
+            for piece in &batch.lines {
+                let row = match *piece {
+                    Piece::Whole(from, to) => {
+                        serde_json::from_slice::<T>(&batch.bytes[from..to]).ok()
+                    }
+                    Piece::Long { start, len } => parse_long(file, start, len),
+                };
+                if let Some(row) = row {
+                    each(row);
+                }
+            }
+        }
+        reader
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the log reader thread panicked")))
+    })
+}
+
+/// Parses a line too long to hold, streaming it from the file.
+fn parse_long<T: DeserializeOwned>(file: &File, start: u64, len: u64) -> Option<T> {
+    let at = At {
+        file,
+        pos: start,
+        end: start + len,
+    };
+    serde_json::from_reader(io::BufReader::with_capacity(64 << 10, at)).ok()
 }
 
 fn trim_cr(line: &[u8]) -> &[u8] {
@@ -303,7 +393,12 @@ mod tests {
                 Some(Line::Whole(bytes)) => String::from_utf8(bytes.to_vec()).unwrap(),
                 Some(Line::Long { start, len }) => {
                     let mut text = String::new();
-                    lines.stream(start, len).read_to_string(&mut text).unwrap();
+                    let mut at = At {
+                        file,
+                        pos: start,
+                        end: start + len,
+                    };
+                    at.read_to_string(&mut text).unwrap();
                     format!("long:{}", text.len())
                 }
             };
@@ -337,6 +432,40 @@ mod tests {
         assert_eq!(lines[1], format!("long:{}", long.len()));
         assert_eq!(lines[2], "z");
         assert_eq!(offset, file.metadata().unwrap().len());
+    }
+
+    #[test]
+    fn one_and_two_threads_read_the_same_rows() {
+        #[derive(serde::Deserialize, Debug, PartialEq)]
+        struct Row {
+            n: u64,
+        }
+        let mut file = tempfile::tempfile().unwrap();
+        let big = "z".repeat(MAX_LINE + 5);
+        for n in 0..20_000u64 {
+            match n % 7000 {
+                7 => writeln!(file, "{{\"n\":{n},\"hit\":1,\"pad\":\"{big}\"}}").unwrap(),
+                _ if n % 1000 == 13 => writeln!(file, "{{\"hit\":1, broken").unwrap(),
+                _ if n % 3 == 0 => writeln!(file, "{{\"n\":{n},\"hit\":1}}").unwrap(),
+                _ => writeln!(file, "{{\"n\":{n},\"miss\":\"{}\"}}", "y".repeat(600)).unwrap(),
+            }
+        }
+        write!(file, "{{\"n\":99999,\"hit\":1").unwrap();
+        let mut one = Vec::new();
+        let end_one = read_rows_single(&file, 0, b"hit", |row: Row| one.push(row.n)).unwrap();
+        let mut two = Vec::new();
+        let end_two = read_rows_pipelined(&file, 0, b"hit", |row: Row| two.push(row.n)).unwrap();
+        assert_eq!(one, two);
+        assert_eq!(end_one, end_two);
+        assert!(one.contains(&7) && one.contains(&3) && !one.contains(&1));
+        assert!(!one.contains(&99999));
+        let len = file.metadata().unwrap().len();
+        assert_eq!(end_one, len - "{\"n\":99999,\"hit\":1".len() as u64);
+        // The public entry point picks the threaded path for a file this size.
+        assert!(len >= PIPELINE_FROM);
+        let mut all = Vec::new();
+        read_rows(&file, 0, b"hit", |row: Row| all.push(row.n)).unwrap();
+        assert_eq!(all, one);
     }
 
     #[test]
