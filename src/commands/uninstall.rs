@@ -28,7 +28,9 @@ pub fn run(args: UninstallArgs) -> anyhow::Result<ExitCode> {
     } else {
         Some(Lock::acquire(&repo.root)?)
     };
-    let (mut changes, _) = match repo.plan(Mode::Remove, false) {
+    // User-scope files are planned too (this machine may have forgotten the consent); they are
+    // only written with consent, below.
+    let (mut changes, _) = match repo.plan(Mode::Remove, true) {
         Ok(planned) => planned,
         Err(err) => return refused(err),
     };

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 mod bench_gate;
 mod bench_serve;
+mod corpus;
 mod e2e;
 
 const USAGE: &str = "usage: cargo xtask <task> [args]
@@ -12,6 +13,7 @@ tasks:
   e2e                 drive the pinned real agents against memloop's output (loopback only)
   bench gate          the Stop gate against a Python re-read baseline, whole process
   bench serve         the embedded memory server at 10,000 notes
+  corpus [dir]        sync/uninstall round trips over the real-world corpus (default ../shared/corpus)
   schema              write assets/memloop.schema.json from the config types";
 
 fn main() -> ExitCode {
@@ -22,6 +24,7 @@ fn main() -> ExitCode {
         rest.first().map(String::as_str),
     ) {
         (Some("schema"), _) => write_schema(),
+        (Some("corpus"), _) => corpus::run(rest),
         (Some("e2e"), _) => e2e::run(rest),
         (Some("bench"), Some("gate")) => bench_gate::run(&rest[1..]),
         (Some("bench"), Some("serve")) => bench_serve::run(&rest[1..]),
@@ -45,4 +48,25 @@ fn write_schema() -> anyhow::Result<()> {
     std::fs::write(&path, memloop::config::json_schema())?;
     println!("wrote {}", path.display());
     Ok(())
+}
+
+/// Builds the memloop binary (debug) and returns its path.
+pub fn build_memloop() -> anyhow::Result<std::path::PathBuf> {
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let status =
+        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args([
+                "build",
+                "--quiet",
+                "--package",
+                "memloop",
+                "--bin",
+                "memloop",
+            ])
+            .current_dir(&workspace)
+            .status()?;
+    anyhow::ensure!(status.success(), "cargo build of memloop failed");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| workspace.join("target"), std::path::PathBuf::from);
+    Ok(target.join("debug/memloop"))
 }
