@@ -1,4 +1,5 @@
 //! `cargo xtask e2e [scenario|group ...] [--keep] [--hand-written] [--memloop PATH] [--list]`
+//! (CI: `cargo xtask e2e`; the first run fills the tool cache from the npm registry).
 //!
 //! Drives the pinned real agents (Claude Code, OpenCode, Kimi Code; installed from npm into a
 //! cache on first use) against what memloop installs, each scenario in a throw-away git repo with
@@ -131,7 +132,9 @@ const SCENARIOS: &[Scenario] = &[
     },
 ];
 
-const USAGE: &str = "usage: cargo xtask e2e [SCENARIO|GROUP ...] [--keep] [--hand-written] [--memloop PATH] [--list]
+const USAGE: &str =
+    "usage: cargo xtask e2e [SCENARIO|GROUP ...] [--keep] [--hand-written] [--memloop PATH]
+                      [--timeout SECS] [--model-latency-ms MS] [--list]
 
   SCENARIO    a name from --list; GROUP selects several: config, connected, gate, claude,
               opencode, kimi, remote (no names: run everything)

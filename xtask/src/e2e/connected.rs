@@ -98,6 +98,11 @@ pub fn kimi(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         "Kimi did not trust the workspace, so it skipped the project MCP servers",
         &out,
     )?;
+    expect(
+        !out.stderr.contains("Ignored invalid config section"),
+        "Kimi ignores a config section memloop wrote",
+        &out,
+    )?;
     let calls = fake.model_calls();
     let Some(first) = calls.first() else {
         bail!("Kimi sent no request to the fake model\n{}", out.report());
