@@ -23,6 +23,9 @@ use serde_json::{Value, json};
 use super::http::{self, Request};
 
 pub const GATE_MARKER: &str = "KNOWLEDGE CHECK";
+/// What the scripted model stores (in every free-text field of the store call).
+pub const STORED_TEXT: &str =
+    "The e2e fixture repo got e2e-note-1..3.txt from the gate-loop scenario.";
 /// After this many model requests the fake only ends turns (a runaway loop guard).
 const MAX_SCRIPTED: usize = 40;
 static REPLY_ID: AtomicUsize = AtomicUsize::new(1);
@@ -499,7 +502,7 @@ fn sample_value(name: &str, prop: &Value) -> Value {
                 || name.contains("text")
                 || name.contains("note")
                 || name.contains("body") =>
-                "The e2e fixture repo got e2e-note-1..3.txt from the gate-loop scenario.",
+                STORED_TEXT,
             _ => "e2e",
         }),
     }

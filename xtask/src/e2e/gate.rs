@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::json;
 
 use super::config::expect;
-use super::fake_model::{Dialect, FakeModel, GATE_MARKER, Script};
+use super::fake_model::{Dialect, FakeModel, GATE_MARKER, STORED_TEXT, Script};
 use super::http;
 use super::proc::{self, Output, Proc};
 use super::sandbox::Sandbox;
@@ -295,6 +295,15 @@ fn check_loop(fake: &FakeModel, store: &str, repo: &Path, out: &Output) -> Resul
         return fail(format!(
             "{store} was called but failed, and no note appeared under .memloop/memory/: {:?}",
             result.text
+        ));
+    }
+    if !notes.is_empty()
+        && !notes
+            .iter()
+            .any(|n| std::fs::read_to_string(n).is_ok_and(|t| t.contains(STORED_TEXT)))
+    {
+        return fail(format!(
+            "notes appeared under .memloop/memory/ but none holds what the model stored ({STORED_TEXT:?}): {notes:?}"
         ));
     }
     println!(
