@@ -59,8 +59,9 @@ pub fn is_temp_name(name: &str) -> bool {
 }
 
 /// Replaces `path` with `bytes` so that a crash at any point leaves either the old file or the
-/// new one. The data is flushed before the rename, so the name never points at missing data.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+/// new one. With `durable`, the data reaches the disk before the rename, so after a power loss
+/// the name never points at missing data; derived files skip that cost, they are rebuilt.
+pub fn write_atomic(path: &Path, bytes: &[u8], durable: bool) -> anyhow::Result<()> {
     let dir = path
         .parent()
         .context("a file to write has a parent folder")?;
@@ -77,7 +78,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
             let _ = file.set_permissions(old.permissions());
         }
         file.write_all(bytes)
-            .and_then(|()| file.sync_data())
+            .and_then(|()| if durable { file.sync_data() } else { Ok(()) })
             .with_context(|| format!("could not write {}", temp.display()))?;
         fs::rename(&temp, path)
             .with_context(|| format!("could not move {} to {}", temp.display(), path.display()))
@@ -165,8 +166,8 @@ mod tests {
     fn atomic_write_replaces_and_leaves_no_temp() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.md");
-        write_atomic(&path, b"one").unwrap();
-        write_atomic(&path, b"two").unwrap();
+        write_atomic(&path, b"one", true).unwrap();
+        write_atomic(&path, b"two", false).unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap(), "two");
         let names: Vec<_> = fs::read_dir(dir.path())
             .unwrap()

@@ -6,29 +6,56 @@
 //! keep dead entries until the next compaction.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
 
 /// Words that match nearly every note and would only add noise to a score.
-const STOP_WORDS: [&str; 24] = [
-    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "in", "is", "it", "of", "on",
-    "or", "that", "the", "this", "to", "was", "were", "will", "with",
-];
+fn is_stop_word(word: &str) -> bool {
+    matches!(
+        word,
+        "a" | "an"
+            | "and"
+            | "are"
+            | "as"
+            | "at"
+            | "be"
+            | "by"
+            | "for"
+            | "from"
+            | "in"
+            | "is"
+            | "it"
+            | "of"
+            | "on"
+            | "or"
+            | "that"
+            | "the"
+            | "this"
+            | "to"
+            | "was"
+            | "were"
+            | "will"
+            | "with"
+    )
+}
 
 /// Splits text into lowercase words and reduces simple English inflections, so "rounds",
 /// "rounding" and "rounded" meet "round". Paths split at `/`, `.`, `_` and `-` the same way.
 pub fn tokenize(text: &str, mut sink: impl FnMut(&str)) {
     let mut word = String::new();
     let mut flush = |word: &mut String| {
-        if !word.is_empty() && !STOP_WORDS.contains(&word.as_str()) {
+        if !word.is_empty() && !is_stop_word(word) {
             stem(word);
             sink(word);
         }
         word.clear();
     };
     for ch in text.chars() {
-        if ch.is_alphanumeric() {
+        if ch.is_ascii_alphanumeric() {
+            word.push(ch.to_ascii_lowercase());
+        } else if ch.is_alphanumeric() {
             word.extend(ch.to_lowercase());
         } else {
             flush(&mut word);
@@ -38,7 +65,8 @@ pub fn tokenize(text: &str, mut sink: impl FnMut(&str)) {
 }
 
 fn stem(word: &mut String) {
-    let chars = word.chars().count();
+    // Bytes, not chars: the suffixes are ASCII, and a longer non-ASCII word only stems sooner.
+    let chars = word.len();
     let cut = |word: &mut String, suffix: &str| word.truncate(word.len() - suffix.len());
     if chars > 5 && word.ends_with("ing") {
         cut(word, "ing");
@@ -63,6 +91,45 @@ pub fn query_terms(query: &str) -> Vec<String> {
     terms
 }
 
+/// A multiply-rotate hash (as in rustc's FxHash): the keys are short words from the repository's
+/// own notes, not attacker-chosen, and SipHash showed up in the load profile.
+#[derive(Default, Clone, Copy)]
+struct WordHasher(u64);
+
+impl Hasher for WordHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.add(u64::from(n));
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl WordHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<WordHasher>>;
+
 #[derive(Default)]
 struct Term {
     /// Searchable documents holding the term.
@@ -80,7 +147,7 @@ struct Doc {
 
 #[derive(Default)]
 pub struct Index {
-    vocab: HashMap<String, u32>,
+    vocab: FastMap<String, u32>,
     terms: Vec<Term>,
     docs: Vec<Doc>,
     live: u32,
@@ -97,11 +164,15 @@ impl Index {
         let mut len = 0u32;
         for &(text, weight) in texts {
             tokenize(text, |token| {
-                let next = self.terms.len() as u32;
-                let id = *self.vocab.entry(token.to_owned()).or_insert(next);
-                if id == next {
-                    self.terms.push(Term::default());
-                }
+                let id = match self.vocab.get(token) {
+                    Some(&id) => id,
+                    None => {
+                        let id = self.terms.len() as u32;
+                        self.vocab.insert(token.to_owned(), id);
+                        self.terms.push(Term::default());
+                        id
+                    }
+                };
                 len += weight;
                 match counts.iter_mut().find(|(t, _)| *t == id) {
                     Some((_, tf)) => *tf += weight,
@@ -156,7 +227,7 @@ impl Index {
         }
         let n = f64::from(self.live);
         let avg_len = self.total_len as f64 / n;
-        let mut scores: HashMap<Slot, f64> = HashMap::new();
+        let mut scores: FastMap<Slot, f64> = FastMap::default();
         let mut order: Vec<Slot> = Vec::new();
         for word in terms {
             let Some(&id) = self.vocab.get(word) else {

@@ -258,7 +258,7 @@ impl<T: Record> Collection<T> {
 
     fn write(&mut self, id: String, record: T) -> anyhow::Result<()> {
         let path = self.path(&id);
-        write_atomic(&path, record.render().as_bytes())?;
+        write_atomic(&path, record.render().as_bytes(), true)?;
         let meta =
             fs::metadata(&path).with_context(|| format!("could not read {}", path.display()))?;
         self.put(id, Stamp::of(&meta), record);
@@ -320,6 +320,8 @@ pub struct Store {
     pub routes: Collection<Route>,
     seen: Signature,
     cache_dirty: bool,
+    /// `.memloop/` and its folders were made (or found) by this process.
+    laid_out: bool,
 }
 
 #[derive(Serialize)]
@@ -348,6 +350,7 @@ impl Store {
             base,
             seen: Signature::default(),
             cache_dirty: false,
+            laid_out: false,
         };
         let cached = store.read_cache();
         let had_cache = cached.is_some();
@@ -415,14 +418,24 @@ impl Store {
                 .collect(),
         };
         let bytes = serde_json::to_vec(&out).context("could not encode the cache")?;
-        write_atomic(&self.cache_path(), &bytes)?;
+        write_atomic(&self.cache_path(), &bytes, false)?;
         self.cache_dirty = false;
         Ok(())
     }
 
     /// Creates `.memloop/` with its folders and its `.gitignore`, so the cache and crash
     /// leftovers never reach a commit.
-    fn ensure_layout(&self) -> anyhow::Result<()> {
+    fn ensure_layout(&mut self) -> anyhow::Result<()> {
+        // `git clean -X` may have taken the ignored cache folder away meanwhile.
+        if self.laid_out && self.cache_dir().is_dir() && self.notes.dir.is_dir() {
+            return Ok(());
+        }
+        self.write_layout()?;
+        self.laid_out = true;
+        Ok(())
+    }
+
+    fn write_layout(&self) -> anyhow::Result<()> {
         for dir in [&self.notes.dir, &self.routes.dir, &self.cache_dir()] {
             fs::create_dir_all(dir)
                 .with_context(|| format!("could not create {}", dir.display()))?;
@@ -436,10 +449,10 @@ impl Store {
                 } else {
                     "\n"
                 };
-                write_atomic(&ignore, format!("{text}{sep}{GITIGNORE}").as_bytes())
+                write_atomic(&ignore, format!("{text}{sep}{GITIGNORE}").as_bytes(), true)
             }
             Err(err) if err.kind() == ErrorKind::NotFound => {
-                write_atomic(&ignore, GITIGNORE.as_bytes())
+                write_atomic(&ignore, GITIGNORE.as_bytes(), true)
             }
             Err(err) => Err(err).with_context(|| format!("could not read {}", ignore.display())),
         }
@@ -496,6 +509,7 @@ impl Store {
         write_atomic(
             &self.generation_path(),
             format!("{generation}\n").as_bytes(),
+            false,
         )?;
         self.seen = self.signature();
         self.cache_dirty = true;

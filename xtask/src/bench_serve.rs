@@ -92,13 +92,13 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         Row::times("context_query (500 queries, 10k notes)", &query_times, 10.0),
         Row::times("memory_store (300 stores, 10k notes)", &store_times, 5.0),
         Row::times(
-            "start to initialize answer (15 starts)",
+            "start to first answer: initialize (15x)",
             &to_initialize,
             50.0,
         ),
-        Row::times("start to first context_query answer", &to_first_query, 50.0),
+        Row::info("start to first context_query (15x)", &to_first_query),
         Row {
-            name: "start to first query, no cache (once)".into(),
+            name: "start to first context_query, no cache".into(),
             figures: format!("{:>9.2} ms", ms(cold_first)),
             target: "info".into(),
             ok: true,
@@ -110,9 +110,14 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             ok: rss_kib < 50 * 1024,
         },
     ];
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
-        "\nmemloop serve, {cold_count} notes, release build, {}\n",
-        binary.display()
+        "\nmemloop serve, {cold_count} notes, release build, {}\nload average while measuring: {}\n",
+        binary.display(),
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
     );
     println!(
         "{:<42} {:>9} {:>9} {:>9}   {:<14}",
@@ -180,6 +185,16 @@ struct Row {
 }
 
 impl Row {
+    /// Reported, not judged: the first tool call waits for the store to load in the
+    /// background, which the handshake does not.
+    fn info(name: &str, times: &[Duration]) -> Row {
+        Row {
+            target: "info".into(),
+            ok: true,
+            ..Row::times(name, times, f64::INFINITY)
+        }
+    }
+
     fn times(name: &str, times: &[Duration], p95_limit_ms: f64) -> Row {
         let mut sorted: Vec<f64> = times.iter().map(|d| ms(*d)).collect();
         sorted.sort_by(f64::total_cmp);
