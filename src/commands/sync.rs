@@ -56,11 +56,13 @@ pub fn sync(
         println!("memloop {command} --dry-run: nothing written");
         return Ok(ExitCode::SUCCESS);
     }
-    if args.user_scope {
-        repo.state.user_scope = true;
-    }
+    let consent_is_new = args.user_scope && !repo.state.user_scope;
+    repo.state.user_scope |= args.user_scope;
     apply(&changes, &mut repo.state)?;
-    repo.state.save(&repo.root)?;
+    // An in-sync repository costs no write (and no fsync) at all.
+    if consent_is_new || changes.iter().any(|change| !change.is_noop()) {
+        repo.state.save(&repo.root)?;
+    }
     println!("memloop {command}: {}", repo.root.display());
     print!("{}", report::summary(&changes));
     for skipped in &wanted.skipped {

@@ -189,3 +189,75 @@ pub fn remove_created_dirs(state: &mut InstallState) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::target::{Desired, Scope, Target};
+
+    fn change(path: &Path, before: Content, after: Content) -> Change {
+        Change {
+            target: Target {
+                path: path.to_path_buf(),
+                display: path.display().to_string(),
+                scope: Scope::Project,
+                agents: Vec::new(),
+                desired: Desired::Whole {
+                    content: String::new(),
+                },
+                note: None,
+            },
+            write_path: path.to_path_buf(),
+            before,
+            after,
+        }
+    }
+
+    fn file(text: &str) -> Content {
+        Content::File { text: text.into() }
+    }
+
+    #[test]
+    fn a_file_changed_since_planning_aborts_before_any_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        fs_err::write(&a, "a0").unwrap();
+        fs_err::write(&b, "b0").unwrap();
+        let plan = [
+            change(&a, file("a0"), file("a1")),
+            change(&b, file("b0"), file("b1")),
+        ];
+        fs_err::write(&b, "b-edited-by-an-agent").unwrap();
+        let err = apply(&plan, &mut InstallState::default()).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("changed while memloop was working"),
+            "{err}"
+        );
+        assert_eq!(fs_err::read_to_string(&a).unwrap(), "a0");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_failed_write_rolls_back_the_files_written_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a");
+        fs_err::write(&a, "a0").unwrap();
+        // Nobody can create files in /proc, not even root: the second write fails.
+        let proc_file = Path::new("/proc/version");
+        let current = file(&fs_err::read_to_string(proc_file).unwrap());
+        let plan = [
+            change(&a, file("a0"), file("a1")),
+            change(proc_file, current, file("x")),
+        ];
+        let mut state = InstallState::default();
+        let err = apply(&plan, &mut state).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("every file written before it was restored"),
+            "{err}"
+        );
+        assert_eq!(fs_err::read_to_string(&a).unwrap(), "a0");
+        assert!(state.files.is_empty());
+    }
+}

@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 
+mod bench_cli;
 mod bench_gate;
 mod bench_serve;
 mod corpus;
@@ -11,6 +12,7 @@ const USAGE: &str = "usage: cargo xtask <task> [args]
 
 tasks:
   e2e                 drive the pinned real agents against memloop's output (loopback only)
+  bench cli           memloop sync and diff on an installed repository, whole process
   bench gate          the Stop gate against a Python re-read baseline, whole process
   bench serve         the embedded memory server at 10,000 notes
   corpus [dir]        sync/uninstall round trips over the real-world corpus (default ../shared/corpus)
@@ -26,6 +28,7 @@ fn main() -> ExitCode {
         (Some("schema"), _) => write_schema(),
         (Some("corpus"), _) => corpus::run(rest),
         (Some("e2e"), _) => e2e::run(rest),
+        (Some("bench"), Some("cli")) => bench_cli::run(&rest[1..]),
         (Some("bench"), Some("gate")) => bench_gate::run(&rest[1..]),
         (Some("bench"), Some("serve")) => bench_serve::run(&rest[1..]),
         _ => {
@@ -69,4 +72,26 @@ pub fn build_memloop() -> anyhow::Result<std::path::PathBuf> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map_or_else(|| workspace.join("target"), std::path::PathBuf::from);
     Ok(target.join("debug/memloop"))
+}
+
+/// Builds the memloop binary with the release profile and returns its path.
+pub fn build_memloop_release() -> anyhow::Result<std::path::PathBuf> {
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let status =
+        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args([
+                "build",
+                "--quiet",
+                "--release",
+                "--package",
+                "memloop",
+                "--bin",
+                "memloop",
+            ])
+            .current_dir(&workspace)
+            .status()?;
+    anyhow::ensure!(status.success(), "cargo build --release of memloop failed");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| workspace.join("target"), std::path::PathBuf::from);
+    Ok(target.join("release/memloop"))
 }
