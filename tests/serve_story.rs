@@ -261,6 +261,22 @@ async fn the_files_win_over_a_missing_or_stale_cache() {
     fs::write(repo.notes_dir().join("n-20261129-080000-cccccc.md"), pulled).unwrap();
     let answer = ok(&client, "context_query", json!({"query": "invoices typst"})).await;
     assert_eq!(ids(&answer, "notes")[0], "n-20261129-080000-cccccc");
+
+    // An editor that writes in place keeps the inode; the answer is still the current text.
+    let pulled_file = repo.notes_dir().join("n-20261129-080000-cccccc.md");
+    fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&pulled_file)
+        .and_then(|mut f| {
+            std::io::Write::write_all(&mut f, pulled.replace("typst", "typst 0.13").as_bytes())
+        })
+        .unwrap();
+    let answer = ok(&client, "context_query", json!({"query": "invoices typst"})).await;
+    assert_eq!(
+        answer["notes"][0]["content"],
+        "Invoices are rendered with typst 0.13."
+    );
     close(client).await;
 
     fs::remove_dir_all(repo.path().join(".memloop/cache")).unwrap();

@@ -231,9 +231,45 @@ impl<T: Record> Collection<T> {
         }
     }
 
+    /// `ranked`, with every answer checked against its file first. An edit made in place keeps
+    /// the inode, so the listing cannot see it; a stat of the few files answered can. When one
+    /// changed, it is reloaded and the ranking runs again on the current text.
+    pub fn answer(&mut self, query: &str, limit: usize) -> Vec<(String, T)> {
+        let ids: Vec<String> = self
+            .ranked(query, limit)
+            .into_iter()
+            .map(|(id, _)| id.to_owned())
+            .collect();
+        let mut changed = false;
+        for id in &ids {
+            let known = self.entries.get(id).map(|e| e.stamp);
+            let path = self.path(id);
+            let now = fs::metadata(&path).ok().map(|m| Stamp::of(&m));
+            if now == known {
+                continue;
+            }
+            changed = true;
+            match load::<T>(&path) {
+                Ok((stamp, record)) => self.put(id.clone(), stamp, record),
+                Err(_) => self.drop_entry(id),
+            }
+        }
+        let hits = if changed {
+            self.ranked(query, limit)
+        } else {
+            ids.iter()
+                .filter_map(|id| self.entries.get_key_value(id))
+                .map(|(id, e)| (id.as_str(), &e.record))
+                .collect()
+        };
+        hits.into_iter()
+            .map(|(id, record)| (id.to_owned(), record.clone()))
+            .collect()
+    }
+
     /// The best searchable records for `query`: BM25 times the record's boost, newer first on
     /// equal scores, then by id, so the same files always give the same answer.
-    pub fn ranked(&self, query: &str, limit: usize) -> Vec<(&str, &T)> {
+    fn ranked(&self, query: &str, limit: usize) -> Vec<(&str, &T)> {
         let terms = query_terms(query);
         let mut hits: Vec<(f64, &str, &T)> = self
             .index

@@ -168,14 +168,14 @@ pub fn call(store: &mut Store, name: &str, args: &JsonObject) -> Result<Value, S
             store.refresh().map_err(failed)?;
             let notes: Vec<Value> = store
                 .notes
-                .ranked(&query, limit)
-                .into_iter()
+                .answer(&query, limit)
+                .iter()
                 .map(|(id, note)| note_json(id, note))
                 .collect();
             let routes: Vec<Value> = store
                 .routes
-                .ranked(&query, ROUTES_WITH_CONTEXT)
-                .into_iter()
+                .answer(&query, ROUTES_WITH_CONTEXT)
+                .iter()
                 .map(|(id, route)| route_json(id, route))
                 .collect();
             let mut answer = json!({"notes": notes, "routes": routes});
@@ -192,8 +192,8 @@ pub fn call(store: &mut Store, name: &str, args: &JsonObject) -> Result<Value, S
             store.refresh().map_err(failed)?;
             let routes: Vec<Value> = store
                 .routes
-                .ranked(&query, limit)
-                .into_iter()
+                .answer(&query, limit)
+                .iter()
                 .map(|(id, route)| route_json(id, route))
                 .collect();
             Ok(json!({"routes": routes}))
