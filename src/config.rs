@@ -409,7 +409,20 @@ impl Config {
 
     /// The file as `memloop init` writes it: every section present, defaults shown.
     pub fn to_toml(&self) -> String {
-        let body = toml_edit::ser::to_string_pretty(self).expect("the config always serializes");
+        let pretty = toml_edit::ser::to_string_pretty(self).expect("the config always serializes");
+        let mut doc: toml_edit::DocumentMut = pretty.parse().expect("serialized TOML parses");
+        // Short lists read best on one line: `agents = ["claude", "opencode", "kimi"]`.
+        fn inline_arrays(table: &mut toml_edit::Table) {
+            for (_, item) in table.iter_mut() {
+                match item {
+                    toml_edit::Item::Value(toml_edit::Value::Array(array)) => array.fmt(),
+                    toml_edit::Item::Table(inner) => inline_arrays(inner),
+                    _ => {}
+                }
+            }
+        }
+        inline_arrays(doc.as_table_mut());
+        let body = doc.to_string();
         format!(
             "# The memory loop of this repository. Apply changes with `memloop sync`.\n\n{body}"
         )

@@ -81,12 +81,12 @@ pub fn targets(
             note: None,
         });
     } else {
-        let what = match flavor {
-            KimiFlavor::Code => "Kimi's Stop hook",
-            KimiFlavor::Legacy => "kimi-cli's Stop hook and MCP server",
+        let (what, verb) = match flavor {
+            KimiFlavor::Code => ("Kimi's Stop hook", "lives"),
+            KimiFlavor::Legacy => ("kimi-cli's Stop hook and MCP server", "live"),
         };
         skipped.push(format!(
-            "{what} live in your user config ({}), outside the repository: run `memloop sync --user-scope` to allow it",
+            "{what} {verb} in your user config ({}), outside the repository: run `memloop sync --user-scope` to allow it",
             ctx.display_user_path(&config)
         ));
     }

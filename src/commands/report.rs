@@ -24,10 +24,12 @@ pub fn verb(change: &Change) -> &'static str {
 pub fn owned(change: &Change) -> String {
     match &change.target.desired {
         Desired::Symlink { target } => format!("-> {target}"),
-        Desired::Whole { .. } if change.target.display.ends_with(".js") => {
-            "the OpenCode gate plugin".into()
-        }
-        Desired::Whole { .. } => "the rules (whole file)".into(),
+        Desired::Whole { .. } => match change.target.path.file_name().and_then(|n| n.to_str()) {
+            Some(crate::config::FILE_NAME) => "the desired state (commit it)".into(),
+            Some(name) if name.ends_with(".js") => "the OpenCode gate plugin".into(),
+            Some("AGENTS.md") => "the rules (whole file)".into(),
+            _ => "the whole file".into(),
+        },
         Desired::Fragments { fragments, .. } => fragments
             .iter()
             .map(|fragment| match fragment {

@@ -177,8 +177,8 @@ fn plan_one(
             )?;
             validate(&edited, *format, display)?;
             let created_by_memloop = matches!(original, Some(Content::Missing) | None);
-            let gone = before == Content::Missing
-                || (created_by_memloop && is_empty(&edited, *format));
+            let gone =
+                before == Content::Missing || (created_by_memloop && is_empty(&edited, *format));
             if mode == Mode::Remove && gone {
                 Content::Missing
             } else {
