@@ -33,9 +33,7 @@ pub fn kimi_flavor() -> KimiFlavor {
 pub fn installed_version(program: &str) -> Option<String> {
     let path = which::which(program).ok()?;
     let key = CacheKey::of(&path)?;
-    let cache_path = crate::engine::state::state_dir()
-        .ok()?
-        .join("versions.json");
+    let cache_path = crate::files::state_dir().ok()?.join("versions.json");
     let mut cache: BTreeMap<String, Cached> = fs_err::read(&cache_path)
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
@@ -53,7 +51,7 @@ pub fn installed_version(program: &str) -> Option<String> {
         },
     );
     if let Ok(text) = serde_json::to_vec_pretty(&cache) {
-        let _ = crate::engine::apply::write_atomic(&cache_path, &text);
+        let _ = crate::files::write_atomic(&cache_path, &text);
     }
     Some(version)
 }

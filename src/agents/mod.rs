@@ -62,10 +62,3 @@ pub fn wanted(ctx: &Context) -> anyhow::Result<Wanted> {
     }
     Ok(Wanted { targets, skipped })
 }
-
-/// The user's home directory, from `HOME` (or the platform's notion of it).
-pub fn home_dir() -> anyhow::Result<PathBuf> {
-    std::env::home_dir()
-        .filter(|home| !home.as_os_str().is_empty())
-        .ok_or_else(|| anyhow::anyhow!("cannot find your home directory; set HOME"))
-}

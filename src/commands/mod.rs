@@ -1,6 +1,8 @@
 //! The installer's commands: init, sync, diff and uninstall are views of one plan.
 
+pub mod completions;
 pub mod diff;
+pub mod doctor;
 pub mod init;
 pub mod report;
 pub mod sync;
@@ -54,7 +56,7 @@ impl Repo {
             root: &self.root,
             config: &self.config,
             server: self.config.server()?,
-            home: agents::home_dir()?,
+            home: crate::files::home_dir()?,
             user_scope: user_scope || self.state.user_scope,
         })
     }

@@ -2,7 +2,6 @@
 //! file atomically (temporary file + rename, permissions kept), roll back on any failure.
 
 use std::fs::File;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
@@ -10,6 +9,7 @@ use anyhow::{Context as _, bail};
 use super::state::InstallState;
 use super::{Change, Content, read};
 use crate::agents::instructions::make_symlink;
+use crate::files::{create_private_dir, write_atomic};
 
 /// Held while a command writes; released on drop.
 pub struct Lock {
@@ -33,16 +33,6 @@ impl Lock {
             .with_context(|| format!("cannot lock {}", path.display()))?;
         Ok(Lock { _file: file })
     }
-}
-
-fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
-    fs_err::create_dir_all(dir)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs_err::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-    }
-    Ok(())
 }
 
 /// Applies every change that is not a no-op, and records it in `state`.
@@ -148,34 +138,6 @@ fn create_parents(path: &Path, state: &mut InstallState) -> anyhow::Result<()> {
             state.created_dirs.push(dir);
         }
     }
-    Ok(())
-}
-
-/// Writes through a temporary file in the same folder and renames it into place, keeping the
-/// permissions of the file it replaces.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    fs_err::create_dir_all(dir)?;
-    let mut temp = tempfile::Builder::new()
-        .prefix(".memloop-")
-        .tempfile_in(dir)
-        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-    temp.write_all(bytes)?;
-    temp.as_file().sync_all()?;
-    if let Ok(meta) = std::fs::metadata(path) {
-        fs_err::set_permissions(temp.path(), meta.permissions())?;
-    } else {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            fs_err::set_permissions(temp.path(), std::fs::Permissions::from_mode(0o644))?;
-        }
-    }
-    temp.persist(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
 }
 

@@ -12,15 +12,6 @@ use super::Content;
 
 const STATE_VERSION: u32 = 1;
 
-/// `$XDG_STATE_HOME/memloop`, else `~/.local/state/memloop`.
-pub fn state_dir() -> anyhow::Result<PathBuf> {
-    let base = match std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
-        None => crate::agents::home_dir()?.join(".local/state"),
-    };
-    Ok(base.join("memloop"))
-}
-
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct InstallState {
     pub version: u32,
@@ -48,7 +39,9 @@ impl InstallState {
         let canonical = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
         let digest = Sha256::digest(canonical.to_string_lossy().as_bytes());
         let name: String = digest.iter().take(12).map(|b| format!("{b:02x}")).collect();
-        Ok(state_dir()?.join("installs").join(format!("{name}.json")))
+        Ok(crate::files::state_dir()?
+            .join("installs")
+            .join(format!("{name}.json")))
     }
 
     pub fn load(root: &Path) -> anyhow::Result<InstallState> {
@@ -73,7 +66,7 @@ impl InstallState {
         let path = InstallState::path_for(root)?;
         let mut text = serde_json::to_vec_pretty(self)?;
         text.push(b'\n');
-        super::apply::write_atomic(&path, &text)
+        crate::files::write_atomic(&path, &text)
     }
 
     pub fn original(&self, path: &Path) -> Option<Content> {

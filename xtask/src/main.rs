@@ -55,43 +55,36 @@ fn write_schema() -> anyhow::Result<()> {
 
 /// Builds the memloop binary (debug) and returns its path.
 pub fn build_memloop() -> anyhow::Result<std::path::PathBuf> {
-    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let status =
-        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args([
-                "build",
-                "--quiet",
-                "--package",
-                "memloop",
-                "--bin",
-                "memloop",
-            ])
-            .current_dir(&workspace)
-            .status()?;
-    anyhow::ensure!(status.success(), "cargo build of memloop failed");
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| workspace.join("target"), std::path::PathBuf::from);
-    Ok(target.join("debug/memloop"))
+    build_memloop_with("debug")
 }
 
 /// Builds the memloop binary with the release profile and returns its path.
 pub fn build_memloop_release() -> anyhow::Result<std::path::PathBuf> {
+    build_memloop_with("release")
+}
+
+fn build_memloop_with(profile: &str) -> anyhow::Result<std::path::PathBuf> {
     let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let status =
-        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args([
-                "build",
-                "--quiet",
-                "--release",
-                "--package",
-                "memloop",
-                "--bin",
-                "memloop",
-            ])
-            .current_dir(&workspace)
-            .status()?;
-    anyhow::ensure!(status.success(), "cargo build --release of memloop failed");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut build = std::process::Command::new(cargo);
+    build
+        .args([
+            "build",
+            "--quiet",
+            "--package",
+            "memloop",
+            "--bin",
+            "memloop",
+        ])
+        .current_dir(&workspace);
+    if profile == "release" {
+        build.arg("--release");
+    }
+    anyhow::ensure!(
+        build.status()?.success(),
+        "cargo build ({profile}) of memloop failed"
+    );
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map_or_else(|| workspace.join("target"), std::path::PathBuf::from);
-    Ok(target.join("release/memloop"))
+    Ok(target.join(profile).join("memloop"))
 }
