@@ -409,7 +409,7 @@ fn state_is_private_and_named_by_hash() {
         .collect();
     assert_eq!(names.len(), 1, "{names:?}");
     assert!(
-        names[0].ends_with(".1.json") && names[0].len() == 32 + 7,
+        names[0].ends_with(".1.state") && names[0].len() == 32 + 8,
         "{names:?}"
     );
     assert!(!gate.path("escape").exists());
@@ -523,4 +523,77 @@ fn opencode_stop_without_any_record_allows() {
         &json!({"session_id": "ses_quiet", "cwd": gate.repo(), "assistant_messages": 4}),
     );
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+}
+
+const PLUGIN_HARNESS: &str = r#"
+import { MemloopGate } from "./plugin.mjs";
+const prompts = [];
+const client = { session: { prompt: async (request) => { prompts.push(request); } } };
+const hooks = await MemloopGate({ client, directory: process.argv[2] });
+const sid = "ses_plugin";
+let message = 0;
+const step = async (tool) => {
+  message += 1;
+  await hooks.event({ event: { type: "message.updated",
+    properties: { info: { id: "m" + message, role: "assistant", sessionID: sid } } } });
+  if (tool) await hooks["tool.execute.after"]({ tool, sessionID: sid, callID: "c" + message }, {});
+};
+const idle = async () => {
+  await hooks.event({ event: { type: "session.idle", properties: { sessionID: sid } } });
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  return prompts.length;
+};
+const counts = [];
+await step("memory_context_query");
+await step("write");
+await step("edit");
+counts.push(await idle());
+// The agent keeps editing without storing: blocked at every idle, sent back at most 3 times.
+for (let round = 0; round < 4; round++) {
+  await step("edit");
+  await step(null);
+  counts.push(await idle());
+}
+console.log(JSON.stringify({ counts, first: prompts[0] }));
+"#;
+
+fn node() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("node"))
+        .find(|candidate| candidate.is_file())
+}
+
+#[test]
+fn opencode_plugin_sends_back_on_a_block_and_stops_after_three() {
+    let Some(node) = node() else {
+        eprintln!("skipped: node is not on PATH");
+        return;
+    };
+    let gate = Gate::new();
+    std::fs::write(gate.path("plugin.mjs"), memloop::gate::OPENCODE_PLUGIN).unwrap();
+    std::fs::write(gate.path("harness.mjs"), PLUGIN_HARNESS).unwrap();
+    let run = |bin: &Path| {
+        let out = Command::new(&node)
+            .arg(gate.path("harness.mjs"))
+            .arg(gate.repo())
+            .env("MEMLOOP_BIN", bin)
+            .env("HOME", gate.path("home"))
+            .env("XDG_STATE_HOME", gate.path("state"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let result = run(Path::new(env!("CARGO_BIN_EXE_memloop")));
+    assert_eq!(result["counts"], json!([1, 2, 3, 3, 4]));
+    assert_eq!(result["first"]["path"]["id"], "ses_plugin");
+    assert_eq!(
+        result["first"]["body"]["parts"][0]["text"],
+        block(&[DEFAULT_EDIT_PROBLEM]).trim_end()
+    );
+
+    // No memloop at all: the session goes on, nothing is sent, nothing throws.
+    let result = run(&gate.path("no-such-memloop"));
+    assert_eq!(result["counts"], json!([0, 0, 0, 0, 0]));
 }

@@ -306,10 +306,10 @@ fn read_rows_pipelined<T: DeserializeOwned>(
                     }
                     Line::Long { start, len } => batch.lines.push(Piece::Long { start, len }),
                 }
-                if batch.bytes.len() >= BATCH || batch.lines.len() >= 4096 {
-                    if sender.send(std::mem::take(&mut batch)).is_err() {
-                        break;
-                    }
+                let full = batch.bytes.len() >= BATCH || batch.lines.len() >= 4096;
+                // A closed channel means the parser is gone; nothing more to hand over.
+                if full && sender.send(std::mem::take(&mut batch)).is_err() {
+                    break;
                 }
             }
             let _ = sender.send(batch);

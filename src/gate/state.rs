@@ -3,8 +3,14 @@
 //! `$XDG_STATE_HOME/memloop/gate` (default `~/.local/state/memloop/gate`), mode 0700: never a
 //! shared temp dir, where another user could plant or read a session's counter. File names are
 //! a hash of the agent and session id, so a session id is never used as a path:
-//! `<hash>.<generation>.json` for the state, `<hash>.ledger` for OpenCode's recorded calls.
-//! Files untouched for seven days are pruned at every stop, in the pass that finds the state.
+//! `<hash>.0.state` and `<hash>.1.state` for the state, `<hash>.ledger` for OpenCode's
+//! recorded calls. Files untouched for seven days are pruned at every stop.
+//!
+//! The state is written atomically without any rename: saves alternate between the two slot
+//! files, each record carries a sequence number, its length and a SHA-256 of its body, and a
+//! load takes the newest record that checks out. A torn write leaves the previous record in the
+//! other slot. This costs a few microseconds, where create-and-rename costs hundreds on ext4
+//! (and more while other processes keep the journal busy), more than the whole check.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -57,7 +63,8 @@ impl State {
 /// Where a loaded state lives, so saving writes its successor.
 pub struct Slot {
     key: String,
-    generation: u64,
+    /// Sequence number of the record loaded; 0 when there was none.
+    seq: u64,
 }
 
 /// The state directory, created on first use.
@@ -97,74 +104,81 @@ impl Store {
             .join(format!("{}.ledger", session_key(agent, session_id)))
     }
 
-    fn state_path(&self, key: &str, generation: u64) -> PathBuf {
-        self.dir.join(format!("{key}.{generation}.json"))
+    fn slot_path(&self, key: &str, slot: u64) -> PathBuf {
+        self.dir.join(format!("{key}.{}.state", slot % 2))
     }
 
-    /// The session's state, and prunes the directory in the same pass. A fresh state when
-    /// there is none or it was written by another version: reading the logs again from the
-    /// start is always correct.
+    /// The session's state, after pruning old files. A fresh state when there is none or it
+    /// was written by another version: reading the logs again from the start is always correct.
     pub fn load(&self, agent: &str, session_id: &str) -> anyhow::Result<(State, Slot)> {
         let key = session_key(agent, session_id);
-        let entries = fs::read_dir(&self.dir)
-            .with_context(|| format!("cannot list {}", self.dir.display()))?;
-        let now = SystemTime::now();
-        let mut current: Option<u64> = None;
-        let mut superseded = Vec::new();
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            if let Some(generation) = generation_of(name, &key) {
-                match current {
-                    Some(newest) if newest >= generation => superseded.push(generation),
-                    _ => superseded.extend(current.replace(generation)),
+        self.prune(&key);
+        let mut newest: Option<(u64, Vec<u8>)> = None;
+        for slot in 0..2 {
+            let path = self.slot_path(&key, slot);
+            let bytes = match fs::read(&path) {
+                Ok(bytes) => bytes,
+                Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
+                Err(err) => {
+                    return Err(err).with_context(|| format!("cannot read {}", path.display()));
                 }
-            } else if is_ours(name) && is_old(&entry, now) {
-                let _ = fs::remove_file(entry.path());
+            };
+            if let Some((seq, body)) = decode(&bytes)
+                && newest.as_ref().is_none_or(|(best, _)| seq > *best)
+            {
+                newest = Some((seq, body.to_vec()));
             }
         }
-        // Left behind by a save interrupted between its rename and its removal.
-        for generation in superseded {
-            let _ = fs::remove_file(self.state_path(&key, generation));
-        }
-        let Some(generation) = current else {
-            return Ok((State::fresh(), Slot { key, generation: 0 }));
+        let Some((seq, body)) = newest else {
+            return Ok((State::fresh(), Slot { key, seq: 0 }));
         };
-        let path = self.state_path(&key, generation);
-        let text = fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
-        let state = serde_json::from_slice::<State>(&text)
+        let state = serde_json::from_slice::<State>(&body)
             .ok()
             .filter(|state| state.version == VERSION)
             .unwrap_or_else(State::fresh);
-        Ok((state, Slot { key, generation }))
+        Ok((state, Slot { key, seq }))
     }
 
-    /// Writes the state atomically: a complete temp file renamed to the next generation's
-    /// name, then the previous generation removed. Renaming onto a fresh name rather than
-    /// over the old file keeps ext4 from flushing on every stop (its replace-by-rename
-    /// heuristic), which would cost more than the whole check.
+    /// Writes the state as the next record, into the slot not holding the current one.
     pub fn save(&self, slot: &Slot, state: &State) -> anyhow::Result<()> {
-        let path = self.state_path(&slot.key, slot.generation + 1);
-        let text = serde_json::to_vec(state).context("cannot serialize the gate state")?;
-        let write = || -> io::Result<()> {
-            let mut temp = tempfile::Builder::new()
-                .prefix(".tmp-")
-                .tempfile_in(&self.dir)?;
-            temp.write_all(&text)?;
-            temp.persist(&path).map_err(|err| err.error)?;
-            Ok(())
-        };
-        write().with_context(|| {
-            format!(
-                "cannot write {}; check that {} is writable",
-                path.display(),
-                self.dir.display()
-            )
-        })?;
-        if slot.generation > 0 {
-            let _ = fs::remove_file(self.state_path(&slot.key, slot.generation));
+        let seq = slot.seq + 1;
+        let path = self.slot_path(&slot.key, seq);
+        let body = serde_json::to_vec(state).context("cannot serialize the gate state")?;
+        let record = encode(seq, &body);
+        let mut options = OpenOptions::new();
+        // No truncation: a longer old record's tail stays behind its length and is ignored.
+        options.write(true).create(true).truncate(false);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
         }
-        Ok(())
+        options
+            .open(&path)
+            .and_then(|mut file| file.write_all(&record))
+            .with_context(|| {
+                format!(
+                    "cannot write {}; check that {} is writable",
+                    path.display(),
+                    self.dir.display()
+                )
+            })
+    }
+
+    /// Removes files of other sessions untouched for seven days, and temp files left by older
+    /// memloop versions. Best effort: what cannot be removed now is tried at the next stop.
+    fn prune(&self, keep: &str) {
+        let Ok(entries) = fs::read_dir(&self.dir) else {
+            return;
+        };
+        let now = SystemTime::now();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if is_ours(name) && !name.starts_with(keep) && is_old(&entry, now) {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
     }
 
     /// Appends one line to a session's ledger. One `write` call per line with `O_APPEND`, so
@@ -202,17 +216,39 @@ pub fn session_key(agent: &str, session_id: &str) -> String {
         .to_owned()
 }
 
-/// Which session file generation `name` is, when it is a state file of the session `key`.
-fn generation_of(name: &str, key: &str) -> Option<u64> {
-    let rest = name.strip_prefix(key)?.strip_prefix('.')?;
-    let digits = rest.strip_suffix(".json")?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
+const MAGIC: &str = "memloop-gate-state";
+
+fn encode(seq: u64, body: &[u8]) -> Vec<u8> {
+    let mut record = format!(
+        "{MAGIC} {seq} {} {}\n",
+        body.len(),
+        hex(&Sha256::digest(body))
+    )
+    .into_bytes();
+    record.extend_from_slice(body);
+    record
 }
 
-/// State files (`<key>.<generation>.json`), ledgers (`<key>.ledger`) and temp files.
+/// The sequence number and body of a slot file, when its record is whole.
+fn decode(bytes: &[u8]) -> Option<(u64, &[u8])> {
+    let newline = bytes.iter().position(|b| *b == b'\n')?;
+    let header = std::str::from_utf8(&bytes[..newline]).ok()?;
+    let mut fields = header.split(' ');
+    if fields.next()? != MAGIC {
+        return None;
+    }
+    let seq: u64 = fields.next()?.parse().ok()?;
+    let len: usize = fields.next()?.parse().ok()?;
+    let sum = fields.next()?;
+    let body = bytes.get(newline + 1..)?.get(..len)?;
+    (fields.next().is_none() && hex(&Sha256::digest(body)) == sum).then_some((seq, body))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// Slot files (`<key>.0.state`, `<key>.1.state`), ledgers (`<key>.ledger`) and temp files.
 fn is_ours(name: &str) -> bool {
     if name.starts_with(".tmp-") {
         return true;
@@ -222,7 +258,7 @@ fn is_ours(name: &str) -> bool {
     };
     key.len() == HASH_HEX
         && key.bytes().all(|b| b.is_ascii_hexdigit())
-        && (rest == "ledger" || generation_of(name, key).is_some())
+        && matches!(rest, "ledger" | "0.state" | "1.state")
 }
 
 fn is_old(entry: &fs::DirEntry, now: SystemTime) -> bool {
@@ -276,9 +312,10 @@ mod tests {
         assert_eq!(key.len(), HASH_HEX);
         assert!(key.bytes().all(|b| b.is_ascii_hexdigit()));
         assert_ne!(key, session_key("kimi", "../../etc/passwd"));
-        assert!(is_ours(&format!("{key}.12.json")));
+        assert!(is_ours(&format!("{key}.0.state")));
+        assert!(is_ours(&format!("{key}.1.state")));
         assert!(is_ours(&format!("{key}.ledger")));
-        assert!(!is_ours(&format!("{key}.json")));
+        assert!(!is_ours(&format!("{key}.2.state")));
         assert!(!is_ours("notes.json"));
     }
 
@@ -289,42 +326,60 @@ mod tests {
         let mut state = State::fresh();
         state.session.tool_calls = 7;
         state.blocked_last = true;
+        state.last_message_tools = vec!["x".repeat(500)];
         let (loaded, slot) = store.load("claude", "s1").unwrap();
         assert_eq!(loaded, State::fresh());
         store.save(&slot, &state).unwrap();
         let (loaded, slot) = store.load("claude", "s1").unwrap();
         assert_eq!(loaded, state);
-        state.session.tool_calls = 8;
-        store.save(&slot, &state).unwrap();
-        assert_eq!(store.load("claude", "s1").unwrap().0, state);
-        // One generation on disk at a time.
-        assert_eq!(fs::read_dir(&store.dir).unwrap().count(), 1);
+        // A shorter record over a longer one: the old tail is ignored.
+        let mut shorter = State::fresh();
+        shorter.session.tool_calls = 8;
+        store.save(&slot, &shorter).unwrap();
+        let (loaded, slot) = store.load("claude", "s1").unwrap();
+        assert_eq!(loaded, shorter);
+        store.save(&slot, &shorter).unwrap();
+        assert_eq!(store.load("claude", "s1").unwrap().0, shorter);
+        assert_eq!(fs::read_dir(&store.dir).unwrap().count(), 2);
         assert_eq!(store.load("claude", "s2").unwrap().0, State::fresh());
         let key = session_key("claude", "s3");
-        fs::write(store.state_path(&key, 4), b"{not json").unwrap();
+        fs::write(store.slot_path(&key, 0), b"{not a record").unwrap();
         assert_eq!(store.load("claude", "s3").unwrap().0, State::fresh());
     }
 
     #[test]
-    fn the_newest_generation_wins_and_older_ones_go() {
+    fn a_torn_record_falls_back_to_the_other_slot() {
         let temp = tempfile::tempdir().unwrap();
         let store = store(temp.path());
+        let mut first = State::fresh();
+        first.session.checks = 1;
+        let (_, slot) = store.load("kimi", "s").unwrap();
+        store.save(&slot, &first).unwrap();
+        let (_, slot) = store.load("kimi", "s").unwrap();
+        let mut second = first.clone();
+        second.session.checks = 2;
+        store.save(&slot, &second).unwrap();
+        assert_eq!(store.load("kimi", "s").unwrap().0, second);
+        // Cut the newest record short, as a crash during its write would.
         let key = session_key("kimi", "s");
-        let mut newer = State::fresh();
-        newer.session.checks = 3;
-        fs::write(
-            store.state_path(&key, 2),
-            serde_json::to_vec(&State::fresh()).unwrap(),
-        )
-        .unwrap();
-        fs::write(
-            store.state_path(&key, 10),
-            serde_json::to_vec(&newer).unwrap(),
-        )
-        .unwrap();
-        assert_eq!(store.load("kimi", "s").unwrap().0, newer);
-        assert!(!store.state_path(&key, 2).exists());
-        assert!(store.state_path(&key, 10).exists());
+        let newest = store.slot_path(&key, 2);
+        let bytes = fs::read(&newest).unwrap();
+        fs::write(&newest, &bytes[..bytes.len() - 3]).unwrap();
+        assert_eq!(store.load("kimi", "s").unwrap().0, first);
+    }
+
+    #[test]
+    fn records_decode_only_when_whole() {
+        let record = encode(5, b"{\"a\":1}");
+        assert_eq!(decode(&record), Some((5, &b"{\"a\":1}"[..])));
+        let mut longer = record.clone();
+        longer.extend_from_slice(b"old tail");
+        assert_eq!(decode(&longer), Some((5, &b"{\"a\":1}"[..])));
+        let mut flipped = record.clone();
+        *flipped.last_mut().unwrap() = b']';
+        assert_eq!(decode(&flipped), None);
+        assert_eq!(decode(b""), None);
+        assert_eq!(decode(b"memloop-gate-state 1 999 00\n{}"), None);
     }
 
     #[cfg(unix)]
@@ -344,8 +399,8 @@ mod tests {
     fn loading_prunes_only_old_files_of_ours() {
         let temp = tempfile::tempdir().unwrap();
         let store = store(temp.path());
-        let old = store.state_path(&session_key("claude", "old"), 1);
-        let new = store.state_path(&session_key("claude", "new"), 1);
+        let old = store.slot_path(&session_key("claude", "old"), 1);
+        let new = store.slot_path(&session_key("claude", "new"), 1);
         let foreign = store.dir.join("README");
         for path in [&old, &new, &foreign] {
             fs::write(path, b"{}").unwrap();
