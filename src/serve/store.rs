@@ -328,7 +328,7 @@ struct Signature {
     routes: Option<Stamp>,
 }
 
-/// A replaced note and what became of it.
+/// What a forget or restore did.
 pub enum Change {
     Done,
     AlreadyThatWay,
@@ -401,9 +401,19 @@ impl Store {
         store.seen = store.signature();
         // With the lock free, any temp file is a crashed writer's leftover: clear it now. A
         // repository without notes gets no `.memloop/` from merely being read.
+        // A read-only checkout still answers queries: failing to lay out or lock only skips that.
         let lock = if store.notes.dir.is_dir() || store.routes.dir.is_dir() {
-            store.ensure_layout()?;
-            WriteLock::try_acquire(&store.lock_path())?
+            let lock_path = store.lock_path();
+            match store
+                .ensure_layout()
+                .and_then(|()| WriteLock::try_acquire(&lock_path))
+            {
+                Ok(lock) => lock,
+                Err(err) => {
+                    eprintln!("memloop serve: {err:#}; reading the notes without cleaning up");
+                    None
+                }
+            }
         } else {
             None
         };
@@ -411,8 +421,12 @@ impl Store {
         let changed = store.notes.scan(true, clean)? | store.routes.scan(true, clean)?;
         drop(lock);
         store.cache_dirty = changed || !had_cache;
-        if !store.notes.is_empty() || !store.routes.is_empty() {
-            store.save_cache()?;
+        let has_records = !store.notes.is_empty() || !store.routes.is_empty();
+        if has_records && let Err(err) = store.save_cache() {
+            eprintln!(
+                "memloop serve: the cache was not written ({err:#}); every start reads all note \
+                 files until it can be"
+            );
         }
         Ok(store)
     }
