@@ -109,28 +109,42 @@ pub enum Line<'a> {
     },
 }
 
-/// Complete lines of `file` from an offset on, read in fixed-size chunks.
+/// The complete lines of `file` holding a needle, from an offset on, read in fixed-size chunks.
+///
+/// The needle is searched in each chunk first, and line ends only around its hits: most bytes
+/// of a large log are in lines without it and are passed over in one scan.
 pub struct Lines<'f> {
     file: &'f File,
+    finder: memchr::memmem::Finder<'f>,
     chunk: Vec<u8>,
     /// Bytes of `chunk` not handed out yet: `chunk[at..filled]`.
     at: usize,
     filled: usize,
     /// File offset of `chunk[0]`.
     chunk_start: u64,
-    /// Offset just after the last complete line handed out.
+    /// Offset just after the last complete line passed.
     done: u64,
     carry: Vec<u8>,
     eof: bool,
 }
 
 impl<'f> Lines<'f> {
-    pub fn new(file: &'f File, offset: u64) -> io::Result<Lines<'f>> {
+    pub fn new(file: &'f File, offset: u64, needle: &'f [u8]) -> io::Result<Lines<'f>> {
+        Lines::with_chunk(file, offset, needle, CHUNK)
+    }
+
+    fn with_chunk(
+        file: &'f File,
+        offset: u64,
+        needle: &'f [u8],
+        chunk: usize,
+    ) -> io::Result<Lines<'f>> {
         let mut handle = file;
         handle.seek(SeekFrom::Start(offset))?;
         Ok(Lines {
             file,
-            chunk: vec![0; CHUNK],
+            finder: memchr::memmem::Finder::new(needle),
+            chunk: vec![0; chunk],
             at: 0,
             filled: 0,
             chunk_start: offset,
@@ -140,7 +154,7 @@ impl<'f> Lines<'f> {
         })
     }
 
-    /// The offset after the last complete line returned: what to save.
+    /// The offset after the last complete line passed: what to save.
     pub fn offset(&self) -> u64 {
         self.done
     }
@@ -166,11 +180,27 @@ impl<'f> Lines<'f> {
         }
     }
 
-    /// The next complete line, or `None` at the end (a partial last line is not returned).
-    pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+    /// Keeps the start of a line that goes on in the next chunk. Past [`MAX_LINE`] only its
+    /// place is kept, so memory stays flat.
+    fn keep(&mut self, from: usize, long: &mut bool) {
+        if !*long {
+            self.carry.extend_from_slice(&self.chunk[from..self.filled]);
+            if self.carry.len() > MAX_LINE {
+                *long = true;
+                self.carry = Vec::new();
+            }
+        }
+        self.at = self.filled;
+    }
+
+    /// The next complete line holding the needle, or `None` at the end. A partial last line is
+    /// never returned; a line too long to hold is returned by place, needle or not.
+    pub fn next_match(&mut self) -> io::Result<Option<Line<'_>>> {
         self.carry.clear();
-        let start = self.done;
+        // Whether `carry` (or, when long, just `start`) holds an unfinished line.
+        let mut in_line = false;
         let mut long = false;
+        let mut start = self.done;
         loop {
             if self.at == self.filled {
                 if self.eof {
@@ -180,32 +210,59 @@ impl<'f> Lines<'f> {
                 continue;
             }
             let rest = &self.chunk[self.at..self.filled];
-            match memchr::memchr(b'\n', rest) {
-                Some(i) => {
-                    let end = self.at + i;
-                    let line_start = self.at;
-                    self.at = end + 1;
-                    let len = self.chunk_start + end as u64 - start;
-                    self.done = self.chunk_start + self.at as u64;
-                    if long || len as usize > MAX_LINE {
-                        return Ok(Some(Line::Long { start, len }));
-                    }
-                    if self.carry.is_empty() {
-                        return Ok(Some(Line::Whole(trim_cr(&self.chunk[line_start..end]))));
-                    }
-                    self.carry.extend_from_slice(&self.chunk[line_start..end]);
+            if in_line {
+                let Some(i) = memchr::memchr(b'\n', rest) else {
+                    self.keep(self.at, &mut long);
+                    continue;
+                };
+                let end = self.at + i;
+                let from = self.at;
+                self.at = end + 1;
+                self.done = self.chunk_start + self.at as u64;
+                let len = self.done - 1 - start;
+                if long {
+                    return Ok(Some(Line::Long { start, len }));
+                }
+                self.carry.extend_from_slice(&self.chunk[from..end]);
+                if self.carry.len() > MAX_LINE {
+                    return Ok(Some(Line::Long { start, len }));
+                }
+                // The needle may straddle the chunks: search the assembled line.
+                if self.finder.find(&self.carry).is_some() {
                     return Ok(Some(Line::Whole(trim_cr(&self.carry))));
                 }
-                None => {
-                    if !long {
-                        self.carry.extend_from_slice(rest);
-                        if self.carry.len() > MAX_LINE {
-                            // Keep memory flat: stop copying, remember only where it starts.
-                            long = true;
-                            self.carry = Vec::new();
+                self.carry.clear();
+                in_line = false;
+                start = self.done;
+                continue;
+            }
+            match self.finder.find(rest) {
+                Some(hit) => {
+                    let line_from = memchr::memrchr(b'\n', &rest[..hit]).map_or(0, |k| k + 1);
+                    start = self.chunk_start + (self.at + line_from) as u64;
+                    self.done = start;
+                    match memchr::memchr(b'\n', &rest[hit..]) {
+                        Some(j) => {
+                            let from = self.at + line_from;
+                            let end = self.at + hit + j;
+                            self.at = end + 1;
+                            self.done = self.chunk_start + self.at as u64;
+                            return Ok(Some(Line::Whole(trim_cr(&self.chunk[from..end]))));
+                        }
+                        None => {
+                            self.keep(self.at + line_from, &mut long);
+                            in_line = true;
                         }
                     }
-                    self.at = self.filled;
+                }
+                None => {
+                    // No needle here; a needle cut by the chunk's end is found once the last,
+                    // unfinished line is assembled.
+                    let line_from = memchr::memrchr(b'\n', rest).map_or(0, |k| k + 1);
+                    start = self.chunk_start + (self.at + line_from) as u64;
+                    self.done = start;
+                    self.keep(self.at + line_from, &mut long);
+                    in_line = true;
                 }
             }
         }
@@ -240,17 +297,11 @@ fn read_rows_single<T: DeserializeOwned>(
     needle: &[u8],
     mut each: impl FnMut(T),
 ) -> io::Result<u64> {
-    let finder = memchr::memmem::Finder::new(needle);
-    let mut lines = Lines::new(file, offset)?;
+    let mut lines = Lines::new(file, offset, needle)?;
     loop {
-        let row = match lines.next_line()? {
+        let row = match lines.next_match()? {
             None => break,
-            Some(Line::Whole(bytes)) => {
-                if finder.find(bytes).is_none() {
-                    continue;
-                }
-                serde_json::from_slice::<T>(bytes).ok()
-            }
+            Some(Line::Whole(bytes)) => serde_json::from_slice::<T>(bytes).ok(),
             Some(Line::Long { start, len }) => parse_long(file, start, len),
         };
         if let Some(row) = row {
@@ -291,15 +342,11 @@ fn read_rows_pipelined<T: DeserializeOwned>(
     std::thread::scope(|scope| {
         let (sender, receiver) = std::sync::mpsc::sync_channel::<Batch>(BATCHES_IN_FLIGHT);
         let reader = scope.spawn(move || -> io::Result<u64> {
-            let finder = memchr::memmem::Finder::new(needle);
-            let mut lines = Lines::new(file, offset)?;
+            let mut lines = Lines::new(file, offset, needle)?;
             let mut batch = Batch::default();
-            while let Some(line) = lines.next_line()? {
+            while let Some(line) = lines.next_match()? {
                 match line {
                     Line::Whole(bytes) => {
-                        if finder.find(bytes).is_none() {
-                            continue;
-                        }
                         let at = batch.bytes.len();
                         batch.bytes.extend_from_slice(bytes);
                         batch.lines.push(Piece::Whole(at, batch.bytes.len()));
@@ -385,10 +432,20 @@ mod tests {
     use std::io::Write;
 
     fn collect(file: &File, offset: u64) -> (Vec<String>, u64) {
-        let mut lines = Lines::new(file, offset).unwrap();
+        collect_matching(file, offset, b"", CHUNK)
+    }
+
+    /// An empty needle matches every line.
+    fn collect_matching(
+        file: &File,
+        offset: u64,
+        needle: &[u8],
+        chunk: usize,
+    ) -> (Vec<String>, u64) {
+        let mut lines = Lines::with_chunk(file, offset, needle, chunk).unwrap();
         let mut out = Vec::new();
         loop {
-            let text = match lines.next_line().unwrap() {
+            let text = match lines.next_match().unwrap() {
                 None => break,
                 Some(Line::Whole(bytes)) => String::from_utf8(bytes.to_vec()).unwrap(),
                 Some(Line::Long { start, len }) => {
@@ -418,6 +475,40 @@ mod tests {
         let (lines, offset) = collect(&file, offset);
         assert_eq!(lines, ["cccc"]);
         assert_eq!(offset, 11);
+    }
+
+    #[test]
+    fn needle_filtering_matches_a_naive_split_at_every_chunk_size() {
+        let lines = [
+            "x NEEDLE y",
+            "",
+            "nothing here",
+            "NEEDLE",
+            "NEEDL",
+            "E split? no",
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaNEEDLE",
+            "NEEDLEaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            "two NEEDLE NEEDLE\r",
+            "tail",
+        ];
+        let text = lines.join("\n") + "\npartial NEEDLE";
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(text.as_bytes()).unwrap();
+        let expected: Vec<String> = lines
+            .iter()
+            .filter(|line| line.contains("NEEDLE"))
+            .map(|line| line.trim_end_matches('\r').to_owned())
+            .collect();
+        let complete = (text.len() - "partial NEEDLE".len()) as u64;
+        for chunk in 1..=70 {
+            let (found, offset) = collect_matching(&file, 0, b"NEEDLE", chunk);
+            assert_eq!(found, expected, "chunk {chunk}");
+            assert_eq!(offset, complete, "chunk {chunk}");
+        }
+        // From the middle of the file, at a line start.
+        let from = (lines[..4].join("\n").len() + 1) as u64;
+        let (found, _) = collect_matching(&file, from, b"NEEDLE", 16);
+        assert_eq!(found, expected[2..]);
     }
 
     #[test]
