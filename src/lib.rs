@@ -15,3 +15,4 @@ pub mod gate;
 pub mod position;
 pub mod serve;
 pub mod target;
+pub mod upgrade;

@@ -158,6 +158,23 @@ impl TomlDoc {
         }
     }
 
+    /// Calls `f` with every entry of the array `key` (`[[key]]` tables and the inline tables of
+    /// `key = [...]` alike), for edits in place that keep each entry's layout and comments.
+    pub fn for_each_entry_mut(
+        &mut self,
+        key: &str,
+        f: &mut dyn FnMut(&mut dyn toml_edit::TableLike),
+    ) {
+        match self.doc.get_mut(key) {
+            Some(Item::ArrayOfTables(tables)) => tables.iter_mut().for_each(|t| f(t)),
+            Some(Item::Value(Value::Array(array))) => array
+                .iter_mut()
+                .filter_map(Value::as_inline_table_mut)
+                .for_each(|t| f(t)),
+            _ => {}
+        }
+    }
+
     /// Whether an entry with `entry`'s identity exists.
     pub fn has_key(&self, key: &str) -> bool {
         self.doc.get(key).is_some()
