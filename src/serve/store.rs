@@ -298,6 +298,8 @@ impl<T: Record> Collection<T> {
         let meta =
             fs::metadata(&path).with_context(|| format!("could not read {}", path.display()))?;
         self.put(id, Stamp::of(&meta), record);
+        // A long session of forgets leaves dead slots behind; keep them bounded.
+        self.compact_if_worth_it();
         Ok(())
     }
 
