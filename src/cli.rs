@@ -19,6 +19,10 @@ pub enum Command {
     Sync(crate::commands::sync::SyncArgs),
     /// Show what sync would change as unified diffs; exit 1 when something would.
     Diff(crate::commands::diff::DiffArgs),
+    /// Check what each agent will actually see; exit 1 on any error (a CI gate).
+    Doctor(crate::commands::doctor::DoctorArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(crate::commands::completions::CompletionsArgs),
     /// Remove exactly what memloop owns; nothing else changes.
     Uninstall(crate::commands::uninstall::UninstallArgs),
     /// The Stop gate the agents call (stop, record).
@@ -33,6 +37,8 @@ pub fn main() -> ExitCode {
         Command::Init(args) => crate::commands::init::run(args),
         Command::Sync(args) => crate::commands::sync::run(args),
         Command::Diff(args) => crate::commands::diff::run(args),
+        Command::Doctor(args) => crate::commands::doctor::run(args),
+        Command::Completions(args) => crate::commands::completions::run(args),
         Command::Uninstall(args) => crate::commands::uninstall::run(args),
         Command::Hook(args) => crate::gate::run(args),
         Command::Serve(args) => crate::serve::run(args),

@@ -8,6 +8,7 @@ pub mod agents;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod doctor;
 pub mod edit;
 pub mod engine;
 pub mod files;

@@ -72,7 +72,7 @@ pub fn sync(
 }
 
 /// A server of the same name with other content, which memloop did not write, is the user's.
-fn check_conflicts(repo: &Repo, changes: &[Change]) -> anyhow::Result<()> {
+pub(crate) fn check_conflicts(repo: &Repo, changes: &[Change]) -> anyhow::Result<()> {
     for change in changes {
         let Desired::Fragments {
             format: Format::Json(dialect),

@@ -1,0 +1,105 @@
+//! `memloop doctor`: what each agent will actually see, as a CI gate. Exit 0 without errors
+//! (warnings too with `--strict`), 1 otherwise, 2 on a usage error.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use super::{Repo, use_color};
+use crate::doctor::{self, Finding, Group, Options, Report, format};
+use crate::engine::Mode;
+use crate::engine::apply::{Lock, apply};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DoctorFormat {
+    Text,
+    Json,
+    Github,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
+    /// Output format [default: github when GITHUB_ACTIONS=true, else text].
+    #[arg(long, value_enum)]
+    pub format: Option<DoctorFormat>,
+    /// Warnings fail the run too.
+    #[arg(long)]
+    pub strict: bool,
+    /// Run `memloop sync` for what sync can fix, then check again; says what it cannot fix.
+    #[arg(long)]
+    pub fix: bool,
+    /// Also ask the installed agents (claude mcp get, opencode debug config, kimi doctor config)
+    /// and probe the memory server over MCP.
+    #[arg(long)]
+    pub live: bool,
+    /// An agent enabled in memloop.toml but not installed is an error.
+    #[arg(long)]
+    pub require_agents: bool,
+    /// Seconds each live command may take.
+    #[arg(long, value_name = "SECONDS", default_value_t = 20)]
+    pub timeout: u64,
+}
+
+pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
+    let format = args.format.unwrap_or_else(|| {
+        if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
+            DoctorFormat::Github
+        } else {
+            DoctorFormat::Text
+        }
+    });
+    let options = Options {
+        live: args.live,
+        require_agents: args.require_agents,
+        timeout: Duration::from_secs(args.timeout.max(1)),
+    };
+    let report = match Repo::open() {
+        Ok(mut repo) => {
+            let mut report = doctor::examine(&repo, &options);
+            if args.fix {
+                report = fix(&mut repo, report, &options)?;
+            }
+            report
+        }
+        Err(err) => {
+            let mut report = Report::default();
+            report.push(
+                Finding::error(Group::Memloop, "config", format!("{err:#}"))
+                    .file(crate::config::FILE_NAME)
+                    .fix("run `memloop init` in the repository, or fix memloop.toml"),
+            );
+            report
+        }
+    };
+    let text = match format {
+        DoctorFormat::Text => format::text(&report, args.strict, use_color()),
+        DoctorFormat::Json => format::json(&report, args.strict),
+        DoctorFormat::Github => format::github(&report, args.strict),
+    };
+    print!("{text}");
+    Ok(ExitCode::from(report.exit_code(args.strict)))
+}
+
+/// Lets sync write what it can fix, then checks again. Findings sync cannot fix stay, each with
+/// its own fix.
+fn fix(repo: &mut Repo, report: Report, options: &Options) -> anyhow::Result<Report> {
+    if !report.findings.iter().any(|f| f.sync_fixes) {
+        return Ok(report);
+    }
+    let _lock = Lock::acquire(&repo.root)?;
+    let changes = match repo.plan(Mode::Install, false) {
+        Ok((changes, _)) => changes,
+        // Unparsable files stay reported as they are; nothing is written.
+        Err(_) => return Ok(report),
+    };
+    super::sync::check_conflicts(repo, &changes)?;
+    apply(&changes, &mut repo.state)?;
+    repo.state.save(&repo.root)?;
+    let fixed = changes
+        .iter()
+        .filter(|c| !c.is_noop())
+        .map(|c| c.target.display.clone())
+        .collect();
+    let mut after = doctor::examine(repo, options);
+    after.fixed = fixed;
+    Ok(after)
+}

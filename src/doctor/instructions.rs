@@ -1,0 +1,321 @@
+//! The rules each agent reads: Claude Code reads `CLAUDE.md` (and what it imports), OpenCode
+//! reads `AGENTS.md` (else `CLAUDE.md`), Kimi Code reads `AGENTS.md` only, capped at 32 KiB.
+//! Facts: research/claude-code.md section 4, opencode.md section 4, kimi.md section 4.
+
+use std::path::{Path, PathBuf};
+
+use super::{Doctor, Finding, Group};
+use crate::agents::instructions::{Found, IMPORT, RULES, inspect};
+use crate::config::AgentId;
+use crate::edit::markdown;
+
+/// Kimi warns above this many bytes of instructions (legacy kimi-cli cuts there).
+pub const KIMI_CAP: u64 = 32 * 1024;
+const LOST_LINK: &str = "CLAUDE.md";
+
+/// What one name in the repository gives a reader.
+enum Read {
+    Missing,
+    /// A symlink whose target does not exist.
+    Dangling(String),
+    /// The text a checkout without symlinks leaves of `AGENTS.md -> CLAUDE.md`.
+    LostLink,
+    Text {
+        text: String,
+        via_link: bool,
+    },
+}
+
+fn read(path: &Path) -> Read {
+    match inspect(path) {
+        Ok(Found::Missing) | Err(_) => Read::Missing,
+        Ok(Found::Link { target, resolved }) => match std::fs::read(&resolved) {
+            Ok(bytes) => Read::Text {
+                text: decode(&bytes),
+                via_link: true,
+            },
+            Err(_) => Read::Dangling(target),
+        },
+        Ok(Found::File { bytes }) => {
+            let text = decode(&bytes);
+            if text.trim_end() == LOST_LINK {
+                Read::LostLink
+            } else {
+                Read::Text {
+                    text,
+                    via_link: false,
+                }
+            }
+        }
+    }
+}
+
+fn decode(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes)
+        .trim_start_matches('\u{feff}')
+        .replace("\r\n", "\n")
+}
+
+/// How the rules appear in a text.
+#[derive(Debug, PartialEq, Eq)]
+enum Rules {
+    /// memloop's block with the current rule lines.
+    Current(usize),
+    /// memloop's block holding the `@AGENTS.md` import.
+    Import(usize),
+    /// A block whose lines differ from this memloop's rules.
+    Different(usize),
+    Absent,
+}
+
+fn rules_in(text: &str) -> Rules {
+    let spans = markdown::find(text, "").unwrap_or_default();
+    let Some(span) = spans.first() else {
+        return Rules::Absent;
+    };
+    let line = text[..span.start].matches('\n').count() + 1;
+    let block = &text[span.start..span.end];
+    if block.lines().nth(1).is_some_and(|l| l.trim() == IMPORT) {
+        return Rules::Import(line);
+    }
+    if RULES.lines().all(|rule| block.contains(rule)) {
+        Rules::Current(line)
+    } else {
+        Rules::Different(line)
+    }
+}
+
+pub fn check(d: &mut Doctor) {
+    let root = d.repo.root.clone();
+    let needs_agents_md = d.enabled(AgentId::Opencode) || d.enabled(AgentId::Kimi);
+    if needs_agents_md {
+        agents_link(d, &root);
+    }
+    if d.enabled(AgentId::Claude) {
+        claude(d, &root);
+    }
+    if d.enabled(AgentId::Opencode) {
+        opencode(d, &root);
+    }
+    if d.enabled(AgentId::Kimi) {
+        kimi(d, &root);
+    }
+}
+
+/// `AGENTS.md` as a link: intact, dangling, or lost in a checkout.
+fn agents_link(d: &mut Doctor, root: &Path) {
+    let sync = d.sync_command(false);
+    match read(&root.join("AGENTS.md")) {
+        Read::LostLink => d.push(
+            Finding::error(
+                Group::Memloop,
+                "agents-link",
+                "AGENTS.md is the 9-byte text `CLAUDE.md`: a checkout without symlink support lost the link, so OpenCode and Kimi read that word instead of the rules",
+            )
+            .at("AGENTS.md", Some(1))
+            .by_sync(sync),
+        ),
+        Read::Dangling(target) => d.push(
+            Finding::error(
+                Group::Memloop,
+                "agents-link",
+                format!("AGENTS.md is a symlink to {target}, which does not exist"),
+            )
+            .file("AGENTS.md")
+            .fix(format!("remove AGENTS.md, then run `{sync}`")),
+        ),
+        Read::Text { via_link: true, .. } => d.push(
+            Finding::ok(Group::Memloop, "agents-link", "a symlink whose target exists")
+                .file("AGENTS.md"),
+        ),
+        Read::Text { .. } | Read::Missing => {}
+    }
+}
+
+fn claude(d: &mut Doctor, root: &Path) {
+    let path = root.join("CLAUDE.md");
+    let agent = AgentId::Claude;
+    let claude_md = read(&path);
+    let sync = d.sync_command(false);
+    let text = match claude_md {
+        Read::Text { text, .. } => text,
+        Read::Missing => {
+            d.push(
+                Finding::error(
+                    agent,
+                    "instructions",
+                    "CLAUDE.md does not exist, so Claude Code gets no memory rules",
+                )
+                .file("CLAUDE.md")
+                .by_sync(sync),
+            );
+            return;
+        }
+        Read::Dangling(target) => {
+            d.push(
+                Finding::error(
+                    agent,
+                    "instructions",
+                    format!("CLAUDE.md is a symlink to {target}, which does not exist"),
+                )
+                .file("CLAUDE.md")
+                .fix(format!("remove CLAUDE.md, then run `{sync}`")),
+            );
+            return;
+        }
+        Read::LostLink => Read::LostLink.text_or_empty(),
+    };
+    match rules_in(&text) {
+        Rules::Current(line) => d.push(
+            Finding::ok(agent, "instructions", "CLAUDE.md holds the memory rules")
+                .at("CLAUDE.md", Some(line)),
+        ),
+        Rules::Import(line) => import(d, root, line),
+        Rules::Different(line) => d.push(
+            Finding::warning(
+                agent,
+                "instructions",
+                "CLAUDE.md holds a memloop block whose rule lines differ from this memloop's",
+            )
+            .at("CLAUDE.md", Some(line))
+            .by_sync(sync),
+        ),
+        Rules::Absent => d.push(
+            Finding::error(
+                agent,
+                "instructions",
+                "CLAUDE.md has no memloop rules block, so Claude Code never hears the memory rules",
+            )
+            .file("CLAUDE.md")
+            .by_sync(sync),
+        ),
+    }
+}
+
+impl Read {
+    fn text_or_empty(self) -> String {
+        match self {
+            Read::Text { text, .. } => text,
+            _ => String::new(),
+        }
+    }
+}
+
+/// `CLAUDE.md` imports `@AGENTS.md`: it must resolve (next to `CLAUDE.md`) and hold the rules.
+fn import(d: &mut Doctor, root: &Path, line: usize) {
+    let agent = AgentId::Claude;
+    let sync = d.sync_command(false);
+    let target: PathBuf = root.join("AGENTS.md");
+    match read(&target) {
+        Read::Text { text, .. } if matches!(rules_in(&text), Rules::Current(_)) => d.push(
+            Finding::ok(agent, "import", "CLAUDE.md imports @AGENTS.md, which holds the memory rules")
+                .at("CLAUDE.md", Some(line)),
+        ),
+        Read::Text { .. } => d.push(
+            Finding::error(agent, "import", "CLAUDE.md imports @AGENTS.md, but AGENTS.md holds no current memloop rules")
+                .at("CLAUDE.md", Some(line))
+                .by_sync(sync),
+        ),
+        _ => d.push(
+            Finding::error(agent, "import", "CLAUDE.md imports @AGENTS.md, which cannot be read (missing, dangling link or lost link)")
+                .at("CLAUDE.md", Some(line))
+                .by_sync(sync),
+        ),
+    }
+}
+
+fn opencode(d: &mut Doctor, root: &Path) {
+    let agent = AgentId::Opencode;
+    let sync = d.sync_command(false);
+    // OpenCode reads the first of AGENTS.md, CLAUDE.md, CONTEXT.md that exists.
+    let (name, found) = ["AGENTS.md", "CLAUDE.md", "CONTEXT.md"]
+        .into_iter()
+        .map(|name| (name, read(&root.join(name))))
+        .find(|(_, found)| !matches!(found, Read::Missing))
+        .unwrap_or(("AGENTS.md", Read::Missing));
+    reader_sees(d, agent, name, found, sync);
+}
+
+fn kimi(d: &mut Doctor, root: &Path) {
+    let agent = AgentId::Kimi;
+    let sync = d.sync_command(false);
+    let path = root.join("AGENTS.md");
+    if let Ok(meta) = std::fs::metadata(&path)
+        && meta.len() > KIMI_CAP
+    {
+        d.push(
+            Finding::warning(
+                agent,
+                "agents-md-size",
+                format!(
+                    "AGENTS.md is {} KiB, over Kimi's 32 KiB cap: Kimi warns and legacy kimi-cli cuts the end off, where memloop's block usually sits",
+                    meta.len() / 1024
+                ),
+            )
+            .file("AGENTS.md")
+            .fix("shorten AGENTS.md below 32 KiB or move detail into linked files"),
+        );
+    }
+    reader_sees(d, agent, "AGENTS.md", read(&path), sync);
+}
+
+fn reader_sees(d: &mut Doctor, agent: AgentId, name: &str, found: Read, sync: &str) {
+    let program = match agent {
+        AgentId::Opencode => "OpenCode",
+        AgentId::Kimi => "Kimi Code",
+        AgentId::Claude => "Claude Code",
+    };
+    let finding = match found {
+        Read::Missing => Finding::error(
+            agent,
+            "instructions",
+            format!("{name} does not exist, so {program} gets no memory rules"),
+        )
+        .file(name)
+        .by_sync(sync),
+        Read::Dangling(target) => Finding::error(
+            agent,
+            "instructions",
+            format!("{name} is a symlink to {target}, which does not exist: {program} gets no memory rules"),
+        )
+        .file(name)
+        .fix(format!("remove {name}, then run `{sync}`")),
+        Read::LostLink => Finding::error(
+            agent,
+            "instructions",
+            format!("{name} is the lost-link text `CLAUDE.md`: {program} reads that word, not the rules"),
+        )
+        .at(name, Some(1))
+        .by_sync(sync),
+        Read::Text { text, .. } => match rules_in(&text) {
+            Rules::Current(line) => Finding::ok(
+                agent,
+                "instructions",
+                format!("{name} holds the memory rules {program} reads"),
+            )
+            .at(name, Some(line)),
+            Rules::Import(line) => Finding::error(
+                agent,
+                "instructions",
+                format!("{name} holds only the `@AGENTS.md` import, which {program} does not follow"),
+            )
+            .at(name, Some(line))
+            .by_sync(sync),
+            Rules::Different(line) => Finding::warning(
+                agent,
+                "instructions",
+                format!("{name} holds a memloop block whose rule lines differ from this memloop's"),
+            )
+            .at(name, Some(line))
+            .by_sync(sync),
+            Rules::Absent => Finding::error(
+                agent,
+                "instructions",
+                format!("{name} has no memloop rules block, so {program} never hears the memory rules"),
+            )
+            .file(name)
+            .by_sync(sync),
+        },
+    };
+    d.push(finding);
+}

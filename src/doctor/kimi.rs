@@ -1,0 +1,503 @@
+//! Kimi Code's whole files: the user's `config.toml` (`[[hooks]]` with only `event`, `matcher`,
+//! `command`, `timeout`; one bad entry makes Kimi Code ignore every hook), the hooks' home
+//! (`~/.kimi-code` for 2.x, `~/.kimi` for legacy kimi-cli), the project `.kimi-code/mcp.json`
+//! (`transport` set; one invalid entry drops every server) and the workspace trust it needs.
+//! Facts: research/kimi.md sections 1-3, e2e-findings.md.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::locate::{JsonFile, Step, read_text};
+use super::{Doctor, Finding};
+use crate::agents::detect::KimiFlavor;
+use crate::agents::kimi::{code_home, legacy_home};
+use crate::config::AgentId;
+use crate::edit::json::Dialect;
+
+const AGENT: AgentId = AgentId::Kimi;
+const HOOK_KEYS: &[&str] = &["event", "matcher", "command", "timeout"];
+const LEGACY_EVENTS: &[&str] = &[
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "UserPromptSubmit",
+    "Stop",
+    "StopFailure",
+    "SessionStart",
+    "SessionEnd",
+    "SubagentStart",
+    "SubagentStop",
+    "PreCompact",
+    "PostCompact",
+    "Notification",
+];
+/// Added by Kimi Code's legacy engine (`KIMI_CODE_LEGACY_FLAG=1`).
+const CODE_LEGACY_ENGINE_EVENTS: &[&str] = &["PermissionRequest", "PermissionResult", "Interrupt"];
+/// Added by Kimi Code's default v2 engine on top of those.
+const CODE_V2_EVENTS: &[&str] = &[
+    "UserPromptQueued",
+    "TurnStarted",
+    "TaskStarted",
+    "SessionHeartbeat",
+];
+
+pub fn check(d: &mut Doctor) {
+    let agent = d.agent(AGENT).clone();
+    let flavor = match agent.version.as_deref() {
+        Some(v) if v.starts_with("kimi, version 1.") || v.starts_with("kimi, version 0.") => {
+            KimiFlavor::Legacy
+        }
+        _ => KimiFlavor::Code,
+    };
+    if agent.installed() {
+        let (reads, other) = match flavor {
+            KimiFlavor::Code => (code_home(&d.ctx), legacy_home(&d.ctx)),
+            KimiFlavor::Legacy => (legacy_home(&d.ctx), code_home(&d.ctx)),
+        };
+        let events = events(flavor);
+        config_toml(d, &reads.join("config.toml"), flavor, &events);
+        wrong_home(d, &reads, &other, flavor);
+        if flavor == KimiFlavor::Code {
+            trust(d);
+        }
+    }
+    let root = d.repo.root.clone();
+    match flavor {
+        KimiFlavor::Code => mcp_json(
+            d,
+            &root.join(".kimi-code/mcp.json"),
+            ".kimi-code/mcp.json",
+            flavor,
+        ),
+        KimiFlavor::Legacy if agent.installed() => {
+            let path = legacy_home(&d.ctx).join("mcp.json");
+            let display = d.ctx.display_user_path(&path);
+            mcp_json(d, &path, &display, flavor);
+        }
+        KimiFlavor::Legacy => {}
+    }
+}
+
+fn events(flavor: KimiFlavor) -> Vec<&'static str> {
+    let mut events = LEGACY_EVENTS.to_vec();
+    if flavor == KimiFlavor::Code {
+        events.extend(CODE_LEGACY_ENGINE_EVENTS);
+        let legacy_engine = std::env::var_os("KIMI_CODE_LEGACY_FLAG").is_some_and(|v| v == "1");
+        if !legacy_engine {
+            events.extend(CODE_V2_EVENTS);
+        }
+    }
+    events
+}
+
+/// One `[[hooks]]` entry as read, with its line.
+struct Hook {
+    line: usize,
+    fields: Vec<(String, toml_edit::Value)>,
+}
+
+fn config_toml(d: &mut Doctor, path: &Path, flavor: KimiFlavor, events: &[&str]) {
+    let display = d.ctx.display_user_path(path);
+    let text = match read_text(path, &display) {
+        Ok(Some(text)) => text,
+        Ok(None) => return, // the drift check reports a missing gate
+        Err(refusal) => return d.refused(AGENT, "config-toml", &refusal),
+    };
+    let doc = match toml_edit::Document::parse(text.as_str()) {
+        Ok(doc) => doc,
+        Err(err) => {
+            let (line, col) = err
+                .span()
+                .map_or((1, 1), |span| crate::position::line_col(&text, span.start));
+            let message = err.message().trim().to_owned();
+            let twice = ["already", "redefine", "duplicate"]
+                .iter()
+                .any(|w| message.contains(w));
+            let fix = if twice && text.contains("hooks = [") {
+                "`hooks = []` next to `[[hooks]]` tables defines `hooks` twice: delete the `hooks = [...]` line (or move its entries into [[hooks]] tables)"
+            } else {
+                "fix the TOML syntax"
+            };
+            d.push(
+                Finding::error(
+                    AGENT,
+                    "config-toml",
+                    format!(
+                        "{message} (column {col}): Kimi cannot read {display}, so no hook runs"
+                    ),
+                )
+                .at(&display, Some(line))
+                .fix(fix),
+            );
+            return;
+        }
+    };
+    d.push(Finding::ok(AGENT, "config-toml", "valid TOML").file(&display));
+    let hooks: Vec<Hook> = match doc.get("hooks") {
+        None => return,
+        Some(toml_edit::Item::ArrayOfTables(tables)) => tables
+            .iter()
+            .map(|table| Hook {
+                line: table
+                    .span()
+                    .map_or(1, |s| crate::position::line_col(&text, s.start).0),
+                fields: table
+                    .iter()
+                    .map(|(k, item)| {
+                        (
+                            k.to_owned(),
+                            item.as_value()
+                                .cloned()
+                                .unwrap_or_else(|| toml_edit::Value::from("(a table)")),
+                        )
+                    })
+                    .collect(),
+            })
+            .collect(),
+        Some(toml_edit::Item::Value(toml_edit::Value::Array(array))) => array
+            .iter()
+            .map(|value| Hook {
+                line: value
+                    .span()
+                    .map_or(1, |s| crate::position::line_col(&text, s.start).0),
+                fields: value
+                    .as_inline_table()
+                    .map(|t| t.iter().map(|(k, v)| (k.to_owned(), v.clone())).collect())
+                    .unwrap_or_default(),
+            })
+            .collect(),
+        Some(_) => {
+            d.push(
+                Finding::error(
+                    AGENT,
+                    "hooks-keys",
+                    "`hooks` is neither [[hooks]] tables nor an array: Kimi ignores every hook",
+                )
+                .file(&display)
+                .fix("write each hook as a [[hooks]] table"),
+            );
+            return;
+        }
+    };
+    let consequence = match flavor {
+        KimiFlavor::Code => "Kimi Code ignores the whole hooks section, every hook included",
+        KimiFlavor::Legacy => "kimi-cli refuses to start",
+    };
+    let mut problems = 0;
+    for (index, hook) in hooks.iter().enumerate() {
+        let here = format!("hooks[{index}]");
+        let mut bad = |d: &mut Doctor, severity_error: bool, what: String, fix: String| {
+            problems += 1;
+            let f = if severity_error {
+                Finding::error(AGENT, "hooks", format!("{here} {what}"))
+            } else {
+                Finding::warning(AGENT, "hooks", format!("{here} {what}"))
+            };
+            d.push(f.at(&display, Some(hook.line)).fix(fix));
+        };
+        let get = |key: &str| hook.fields.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+        for (key, _) in hook
+            .fields
+            .iter()
+            .filter(|(k, _)| !HOOK_KEYS.contains(&k.as_str()))
+        {
+            match flavor {
+                KimiFlavor::Code => bad(
+                    d,
+                    true,
+                    format!("has the key `{key}`: {consequence}"),
+                    format!(
+                        "remove `{key}`; a hook takes only event, matcher, command and timeout"
+                    ),
+                ),
+                KimiFlavor::Legacy => bad(
+                    d,
+                    false,
+                    format!("has the key `{key}`, which kimi-cli ignores"),
+                    format!("remove `{key}`"),
+                ),
+            }
+        }
+        match get("event").and_then(|v| v.as_str()) {
+            Some(event) if events.contains(&event) => {}
+            Some(event) => bad(
+                d,
+                true,
+                format!("has the event `{event}`, unknown to this Kimi: {consequence}"),
+                format!("use one of {}", events.join(", ")),
+            ),
+            None => bad(
+                d,
+                true,
+                format!("has no `event` string: {consequence}"),
+                "add event = \"Stop\" (or another event)".into(),
+            ),
+        }
+        match get("command").and_then(|v| v.as_str()) {
+            Some(command) if !command.is_empty() => {}
+            _ => bad(
+                d,
+                true,
+                format!("has no `command`: {consequence}"),
+                "add command = \"...\"".into(),
+            ),
+        }
+        if let Some(matcher) = get("matcher") {
+            match matcher.as_str() {
+                Some(pattern) => {
+                    if let Some(why) = invalid_regex(pattern) {
+                        bad(
+                            d,
+                            true,
+                            format!(
+                                "has the matcher {pattern:?}, not a valid regex ({why}): the hook never fires"
+                            ),
+                            "use \".*\" to match everything, or leave the matcher out".into(),
+                        );
+                    }
+                }
+                None => bad(
+                    d,
+                    true,
+                    format!("has a matcher that is not a string: {consequence}"),
+                    "write the matcher as a string regex".into(),
+                ),
+            }
+        }
+        if let Some(timeout) = get("timeout") {
+            match timeout.as_integer() {
+                Some(1..=600) => {}
+                _ => bad(
+                    d,
+                    true,
+                    format!(
+                        "has timeout = {}, outside 1..600 seconds: {consequence}",
+                        timeout.to_string().trim()
+                    ),
+                    "set timeout to a whole number of seconds from 1 to 600".into(),
+                ),
+            }
+        }
+    }
+    if problems == 0 {
+        d.push(
+            Finding::ok(
+                AGENT,
+                "hooks",
+                "every [[hooks]] entry is valid for this Kimi",
+            )
+            .file(&display),
+        );
+    }
+}
+
+/// Why `pattern` is no regex (JavaScript and Python agree on these); `None` when it is one.
+/// Look-around and back-references, which Rust's parser does not support, count as valid.
+pub fn invalid_regex(pattern: &str) -> Option<String> {
+    use regex_syntax::ast::ErrorKind;
+    match regex_syntax::ast::parse::Parser::new().parse(pattern) {
+        Ok(_) => None,
+        Err(err) => match err.kind() {
+            ErrorKind::UnsupportedLookAround | ErrorKind::UnsupportedBackreference => None,
+            kind => Some(kind.to_string()),
+        },
+    }
+}
+
+/// Hooks in the folder the installed Kimi does not read.
+fn wrong_home(d: &mut Doctor, reads: &Path, other: &Path, flavor: KimiFlavor) {
+    let path = other.join("config.toml");
+    let Ok(Some(text)) = read_text(&path, "") else {
+        return;
+    };
+    let has_hooks = text
+        .parse::<toml_edit::DocumentMut>()
+        .ok()
+        .is_some_and(|doc| doc.get("hooks").is_some());
+    if !has_hooks {
+        return;
+    }
+    let (program, version) = match flavor {
+        KimiFlavor::Code => ("Kimi Code 2.x", "kimi-cli 1.x"),
+        KimiFlavor::Legacy => ("kimi-cli 1.x", "Kimi Code 2.x"),
+    };
+    let display = d.ctx.display_user_path(&path);
+    let reads = d.ctx.display_user_path(reads);
+    d.push(
+        Finding::error(
+            AGENT,
+            "hooks-home",
+            format!("{display} holds hooks, but the installed {program} reads {reads}; they were written for {version} and never run"),
+        )
+        .at(&display, super::locate::line_containing(&text, "hooks"))
+        .fix(format!("move the hooks to {reads}/config.toml (`memloop sync --user-scope` writes memloop's there)")),
+    );
+}
+
+/// Kimi Code's trust key for a folder: `wd_<slug(basename)>_<sha256(path)[:12]>`.
+pub fn trust_key(dir: &Path) -> String {
+    let base = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let mut slug = String::new();
+    for c in base.chars() {
+        if c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-') {
+            slug.push(c);
+        } else if !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    let mut slug: String = slug.trim_matches('-').chars().take(40).collect();
+    if slug.is_empty() {
+        slug = "workspace".into();
+    }
+    let digest = Sha256::digest(dir.to_string_lossy().as_bytes());
+    let hex: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
+    format!("wd_{slug}_{hex}")
+}
+
+/// Project MCP files (`.kimi-code/mcp.json`, `.mcp.json`) load only in a trusted folder.
+fn trust(d: &mut Doctor) {
+    let root = &d.repo.root;
+    if !root.join(".kimi-code/mcp.json").exists() {
+        return;
+    }
+    let dir: PathBuf = std::fs::canonicalize(root).unwrap_or_else(|_| root.clone());
+    let file = code_home(&d.ctx)
+        .join("workspace-trust")
+        .join(trust_key(&dir));
+    let display = d.ctx.display_user_path(&file);
+    if file.is_file() {
+        d.push(
+            Finding::ok(
+                AGENT,
+                "trust",
+                format!("this folder is trusted by Kimi Code ({display})"),
+            )
+            .file(display),
+        );
+    } else {
+        d.push(
+            Finding::warning(
+                AGENT,
+                "trust",
+                "this folder is not trusted by Kimi Code: it skips .kimi-code/mcp.json and .mcp.json here, so the memory server does not load (trust is your call)",
+            )
+            .fix(format!(
+                "run `kimi` in {} and answer \"Trust this folder?\" with yes, or create {display} containing {{\"root\": \"{}\", \"trustedAt\": <milliseconds since 1970>}}",
+                dir.display(),
+                dir.display()
+            )),
+        );
+    }
+}
+
+fn mcp_json(d: &mut Doctor, path: &Path, display: &str, flavor: KimiFlavor) {
+    let file = match JsonFile::load(path, display, Dialect::Strict) {
+        Ok(Some(file)) => file,
+        Ok(None) => return,
+        Err(refusal) => {
+            return d.refused(
+                AGENT,
+                "mcp-json",
+                &crate::edit::Refusal {
+                    problem: format!(
+                        "{}: Kimi drops every MCP server from every file",
+                        refusal.problem
+                    ),
+                    ..refusal
+                },
+            );
+        }
+    };
+    let Some(servers) = file.value.get("mcpServers").and_then(Value::as_object) else {
+        return;
+    };
+    let transports: &[&str] = match flavor {
+        KimiFlavor::Code => &["stdio", "http", "sse"],
+        KimiFlavor::Legacy => &["stdio", "http", "sse", "streamable-http"],
+    };
+    let drop_all = "one invalid entry makes Kimi drop every MCP server from every file";
+    let mut problems = 0;
+    for (name, entry) in servers {
+        let line = file.line(&[Step::Key("mcpServers"), Step::Key(name)]);
+        let here = format!("mcpServers.{name}");
+        let mut push = |d: &mut Doctor, f: Finding| {
+            problems += 1;
+            d.push(f.at(display, line));
+        };
+        let transport = entry.get("transport").and_then(Value::as_str);
+        let command = entry
+            .get("command")
+            .and_then(Value::as_str)
+            .filter(|c| !c.is_empty());
+        let url = entry.get("url").and_then(Value::as_str);
+        match transport {
+            Some(t) if !transports.contains(&t) => push(
+                d,
+                Finding::error(
+                    AGENT,
+                    "transport",
+                    format!("{here}.transport is `{t}`: {drop_all}"),
+                )
+                .fix(format!("use one of {}", transports.join(", "))),
+            ),
+            Some("stdio") if command.is_none() => push(
+                d,
+                Finding::error(
+                    AGENT,
+                    "transport",
+                    format!("{here} is stdio without a `command`: {drop_all}"),
+                )
+                .fix("add \"command\""),
+            ),
+            Some(t) if t != "stdio" && url.is_none() => push(
+                d,
+                Finding::error(
+                    AGENT,
+                    "transport",
+                    format!("{here} is {t} without a `url`: {drop_all}"),
+                )
+                .fix("add \"url\""),
+            ),
+            Some(_) => {}
+            None if command.is_none() && url.is_none() => push(
+                d,
+                Finding::error(
+                    AGENT,
+                    "transport",
+                    format!("{here} has neither `command` nor `url`: {drop_all}"),
+                )
+                .fix("add \"transport\" with \"command\" (stdio) or \"url\" (http)"),
+            ),
+            None => {
+                let guess = if command.is_some() { "stdio" } else { "http" };
+                let kind = entry.get("type").and_then(Value::as_str);
+                let note = match kind {
+                    Some(kind) if kind != guess => format!(" (its `type: {kind}` is ignored)"),
+                    _ => String::new(),
+                };
+                push(
+                    d,
+                    Finding::warning(
+                        AGENT,
+                        "transport",
+                        format!("{here} has no `transport`; Kimi assumes {guess}{note}"),
+                    )
+                    .fix(format!(
+                        "add \"transport\": \"{}\"",
+                        kind.filter(|k| transports.contains(k)).unwrap_or(guess)
+                    )),
+                );
+            }
+        }
+    }
+    if problems == 0 {
+        d.push(
+            Finding::ok(AGENT, "transport", "every server sets a valid `transport`").file(display),
+        );
+    }
+}

@@ -1,0 +1,316 @@
+//! `memloop doctor`: what each agent will actually see. The doctor reads every file an agent
+//! reads (not only memloop's entries in them), detects which agent version will read it, and
+//! reports one finding per check.
+//!
+//! Rooms: `finding` (what is reported) and `format` (text, json, github), `drift` (each
+//! fragment memloop owns), one file per agent's whole-file checks (`claude`, `opencode`,
+//! `kimi`), `instructions` (the rules each agent reads), `wiring` (the gate's binary and
+//! secrets), `live` (asking the real agents) and `probe` (talking MCP to the memory server).
+
+pub mod claude;
+pub mod drift;
+pub mod finding;
+pub mod format;
+pub mod instructions;
+pub mod kimi;
+pub mod live;
+pub mod locate;
+pub mod opencode;
+pub mod probe;
+pub mod wiring;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use finding::{AgentStatus, Drift, Finding, Group, Report, Severity, Summary};
+
+use crate::agents::{self, Context, Wanted};
+use crate::commands::Repo;
+use crate::config::AgentId;
+use crate::edit::Refusal;
+
+/// What the user asked for.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Also ask the real agents and probe the memory server.
+    pub live: bool,
+    /// An enabled agent that is not installed is an error.
+    pub require_agents: bool,
+    /// Per external command in `--live`.
+    pub timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            live: false,
+            require_agents: false,
+            timeout: Duration::from_secs(20),
+        }
+    }
+}
+
+/// An agent program as found on PATH.
+#[derive(Debug, Clone)]
+pub struct Agent {
+    pub id: AgentId,
+    pub enabled: bool,
+    pub path: Option<PathBuf>,
+    /// First line of `--version`.
+    pub version: Option<String>,
+}
+
+impl Agent {
+    pub fn program(id: AgentId) -> &'static str {
+        id.as_str()
+    }
+
+    pub fn installed(&self) -> bool {
+        self.path.is_some()
+    }
+
+    /// The numbers of the version (`2.1.328 (Claude Code)` gives `[2, 1, 328]`).
+    pub fn numbers(&self) -> Option<Vec<u64>> {
+        self.version.as_deref().and_then(version_numbers)
+    }
+
+    /// Whether the detected version is at least `min`; `None` when no version is known.
+    pub fn at_least(&self, min: &[u64]) -> Option<bool> {
+        self.numbers()
+            .map(|v| compare(&v, min) != std::cmp::Ordering::Less)
+    }
+}
+
+/// The first dotted number in a version line.
+pub fn version_numbers(text: &str) -> Option<Vec<u64>> {
+    text.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .find(|word| word.contains('.') && word.starts_with(|c: char| c.is_ascii_digit()))
+        .map(|word| {
+            word.split('.')
+                .map_while(|part| part.parse::<u64>().ok())
+                .collect()
+        })
+}
+
+pub fn compare(a: &[u64], b: &[u64]) -> std::cmp::Ordering {
+    let len = a.len().max(b.len());
+    (0..len)
+        .map(|i| {
+            a.get(i)
+                .copied()
+                .unwrap_or(0)
+                .cmp(&b.get(i).copied().unwrap_or(0))
+        })
+        .find(|o| o.is_ne())
+        .unwrap_or(std::cmp::Ordering::Equal)
+}
+
+/// Everything the checks share.
+pub struct Doctor<'a> {
+    pub repo: &'a Repo,
+    /// The adapters' context, with the user's files in view (doctor only reads).
+    pub ctx: Context<'a>,
+    pub wanted: Wanted,
+    pub agents: Vec<Agent>,
+    pub options: &'a Options,
+    pub report: Report,
+}
+
+impl Doctor<'_> {
+    pub fn agent(&self, id: AgentId) -> &Agent {
+        self.agents
+            .iter()
+            .find(|a| a.id == id)
+            .expect("every agent is detected")
+    }
+
+    pub fn enabled(&self, id: AgentId) -> bool {
+        self.ctx.enabled(id)
+    }
+
+    pub fn push(&mut self, finding: Finding) {
+        self.report.push(finding);
+    }
+
+    /// A file that cannot be read or parsed: the agent drops it (or refuses to start).
+    pub fn refused(&mut self, group: impl Into<Group>, check: &str, refusal: &Refusal) {
+        let line = refusal.line.map(|(line, _)| line);
+        let position = refusal
+            .line
+            .map(|(_, col)| format!(" (column {col})"))
+            .unwrap_or_default();
+        self.push(
+            Finding::error(group, check, format!("{}{position}", refusal.problem))
+                .at(&refusal.file, line)
+                .fix(refusal.hint.clone()),
+        );
+    }
+
+    /// The command that makes sync write the user's files too, when this machine has not agreed.
+    pub fn sync_command(&self, user_scope: bool) -> &'static str {
+        if user_scope && !self.repo.state.user_scope {
+            "memloop sync --user-scope"
+        } else {
+            "memloop sync"
+        }
+    }
+
+    pub fn home(&self) -> &std::path::Path {
+        &self.ctx.home
+    }
+}
+
+/// Runs every check (and the live ones when asked) on an opened repository.
+pub fn examine(repo: &Repo, options: &Options) -> Report {
+    let mut report = Report {
+        root: Some(repo.root.clone()),
+        ..Report::default()
+    };
+    let ctx = match repo.context(true) {
+        Ok(ctx) => ctx,
+        Err(err) => {
+            report.push(
+                Finding::error(Group::Memloop, "config", format!("{err:#}"))
+                    .file(crate::config::FILE_NAME)
+                    .fix("fix memloop.toml"),
+            );
+            return report;
+        }
+    };
+    let agents = detect(&ctx);
+    report.agents = agents
+        .iter()
+        .map(|agent| AgentStatus {
+            agent: agent.id.into(),
+            enabled: agent.enabled,
+            installed: agent.installed(),
+            version: agent.version.clone(),
+            path: agent.path.clone(),
+        })
+        .collect();
+    let wanted = match agents::wanted(&ctx) {
+        Ok(wanted) => wanted,
+        Err(err) => {
+            report.push(
+                Finding::error(Group::Memloop, "plan", format!("{err:#}"))
+                    .fix("fix the file named above, then run `memloop doctor` again"),
+            );
+            return report;
+        }
+    };
+    let mut doctor = Doctor {
+        repo,
+        ctx,
+        wanted,
+        agents,
+        options,
+        report,
+    };
+    config_summary(&mut doctor);
+    installed(&mut doctor);
+    drift::check(&mut doctor);
+    instructions::check(&mut doctor);
+    wiring::check(&mut doctor);
+    if doctor.enabled(AgentId::Claude) {
+        claude::check(&mut doctor);
+    }
+    if doctor.enabled(AgentId::Opencode) {
+        opencode::check(&mut doctor);
+    }
+    if doctor.enabled(AgentId::Kimi) {
+        kimi::check(&mut doctor);
+    }
+    upgrade(&mut doctor);
+    if options.live {
+        live::check(&mut doctor);
+        probe::check(&mut doctor);
+    }
+    doctor.report
+}
+
+/// Finds each agent on PATH and its version (cached per binary).
+fn detect(ctx: &Context) -> Vec<Agent> {
+    AgentId::ALL
+        .into_iter()
+        .map(|id| {
+            let enabled = ctx.enabled(id);
+            let path = enabled
+                .then(|| which::which(Agent::program(id)).ok())
+                .flatten();
+            let version = path
+                .as_ref()
+                .and_then(|_| agents::detect::installed_version(Agent::program(id)));
+            Agent {
+                id,
+                enabled,
+                path,
+                version,
+            }
+        })
+        .collect()
+}
+
+fn config_summary(d: &mut Doctor) {
+    let agents: Vec<&str> = d.repo.config.agents.iter().map(|a| a.as_str()).collect();
+    let server = &d.ctx.server;
+    let how = match &server.transport {
+        crate::config::Transport::Http { url, .. } => format!("{url}, http"),
+        crate::config::Transport::Stdio { command, args, .. } => {
+            format!("{} {}, stdio", command, args.join(" ")).replace(" ,", ",")
+        }
+    };
+    let message = format!(
+        "agents {}; server `{}` ({how}); layout {}",
+        agents.join(", "),
+        server.name,
+        d.repo.config.layout.as_str()
+    );
+    d.push(Finding::ok(Group::Memloop, "config", message).file(crate::config::FILE_NAME));
+    for skipped in d.wanted.skipped.clone() {
+        d.push(Finding::info(Group::Memloop, "user-scope", skipped));
+    }
+}
+
+fn installed(d: &mut Doctor) {
+    for agent in d.agents.clone() {
+        if !agent.enabled {
+            continue;
+        }
+        let program = Agent::program(agent.id);
+        let finding = match (&agent.path, &agent.version) {
+            (Some(path), Some(version)) => Finding::ok(
+                agent.id,
+                "installed",
+                format!("{program} {version} at {}", path.display()),
+            ),
+            (Some(path), None) => Finding::warning(
+                agent.id,
+                "installed",
+                format!(
+                    "{program} at {} did not tell its version (`{program} --version` failed or took over 10 s); checked against the newest known format",
+                    path.display()
+                ),
+            )
+            .fix(format!("run `{program} --version` to see why")),
+            (None, _) if d.options.require_agents => Finding::error(
+                agent.id,
+                "installed",
+                format!("{program} is not on PATH, and memloop.toml enables it (--require-agents)"),
+            )
+            .fix(format!(
+                "install {program}, or remove \"{program}\" from agents in memloop.toml"
+            )),
+            (None, _) => Finding::info(
+                agent.id,
+                "installed",
+                format!(
+                    "{program} is not on PATH: its committed files are checked against the newest known format; its user files and live checks are skipped"
+                ),
+            ),
+        };
+        d.push(finding);
+    }
+}
+
+/// Migrations `memloop upgrade` would apply (issue 6), when that command exists in this build.
+fn upgrade(_d: &mut Doctor) {}
