@@ -23,6 +23,8 @@ pub enum Command {
     Doctor(crate::commands::doctor::DoctorArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(crate::commands::completions::CompletionsArgs),
+    /// Migrate files written for older agent versions or by an older memloop.
+    Upgrade(crate::commands::upgrade::UpgradeArgs),
     /// Remove exactly what memloop owns; nothing else changes.
     Uninstall(crate::commands::uninstall::UninstallArgs),
     /// The Stop gate the agents call (stop, record).
@@ -39,6 +41,7 @@ pub fn main() -> ExitCode {
         Command::Diff(args) => crate::commands::diff::run(args),
         Command::Doctor(args) => crate::commands::doctor::run(args),
         Command::Completions(args) => crate::commands::completions::run(args),
+        Command::Upgrade(args) => crate::commands::upgrade::run(args),
         Command::Uninstall(args) => crate::commands::uninstall::run(args),
         Command::Hook(args) => crate::gate::run(args),
         Command::Serve(args) => crate::serve::run(args),

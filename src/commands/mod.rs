@@ -7,6 +7,7 @@ pub mod init;
 pub mod report;
 pub mod sync;
 pub mod uninstall;
+pub mod upgrade;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,126 @@
+//! `memloop upgrade`: migrate files written for older agent versions or by an older memloop.
+//! `--dry-run` shows the migrations that apply and the diff per file; otherwise every change is
+//! written in one transaction (locked, checked against what was read, rolled back on failure).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use super::{EXIT_DRIFT, Repo, refused, report};
+use crate::engine::Content;
+use crate::engine::apply::{Lock, apply};
+use crate::upgrade::{self, Applied, Env, MIGRATIONS, version};
+
+#[derive(Debug, clap::Args)]
+pub struct UpgradeArgs {
+    /// Show the migrations that apply and the diff per file; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Allow rewriting the agents' user config outside the repository (Kimi's); remembered.
+    #[arg(long)]
+    pub user_scope: bool,
+    /// List every migration with its agent and version range; change nothing.
+    #[arg(long)]
+    pub list: bool,
+}
+
+pub fn run(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
+    if args.list {
+        for m in MIGRATIONS {
+            println!("{:<24} {} ({})", m.id, m.about, m.range);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut repo = Repo::open()?;
+    let _lock = if args.dry_run {
+        None
+    } else {
+        Some(Lock::acquire(&repo.root)?)
+    };
+    let installed = version::installed;
+    let plan = {
+        let env = Env::new(&repo, args.user_scope, &installed)?;
+        match upgrade::plan(&env) {
+            Ok(plan) => plan,
+            Err(err) => return refused(err),
+        }
+    };
+    let verb = if args.dry_run {
+        "memloop upgrade --dry-run"
+    } else {
+        "memloop upgrade"
+    };
+    if plan.applied.is_empty() && plan.held.is_empty() {
+        println!("{verb}: nothing to upgrade in {}", repo.root.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{verb}: {}", repo.root.display());
+    for applied in &plan.applied {
+        print_migration(applied);
+    }
+    for held in &plan.held {
+        print_migration(held);
+        println!(
+            "      held: changes {} outside the repository; run `memloop upgrade --user-scope` to allow it",
+            held.files.join(", ")
+        );
+    }
+    let changes = plan.files.changes();
+    let code = if plan.held.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_DRIFT)
+    };
+    if args.dry_run {
+        for (change, ids) in &changes {
+            println!("== {} ({})", change.target.display, ids.join(", "));
+            print!(
+                "{}",
+                report::diffs(std::slice::from_ref(change), super::use_color())
+            );
+        }
+        println!("{verb}: nothing written");
+        return Ok(code);
+    }
+
+    let only: Vec<_> = changes.iter().map(|(c, _)| c.clone()).collect();
+    // Files memloop did not record on this machine held an older memloop's output, not the
+    // user's original: forget them again, so uninstall removes memloop's part surgically
+    // instead of bringing the old output back. A file that did not exist stays recorded.
+    let unrecorded: Vec<PathBuf> = only
+        .iter()
+        .filter(|c| repo.state.original(&c.write_path).is_none() && c.before != Content::Missing)
+        .map(|c| c.write_path.clone())
+        .collect();
+    apply(&only, &mut repo.state)?;
+    for path in unrecorded {
+        repo.state.files.remove(&path);
+    }
+    if args.user_scope {
+        repo.state.user_scope = true;
+    }
+    repo.state.save(&repo.root)?;
+    // The legacy plugin folder goes when the move left it empty.
+    let legacy = repo.root.join(upgrade::opencode::LEGACY_PLUGIN_DIR);
+    if only
+        .iter()
+        .any(|c| c.after == Content::Missing && c.write_path.parent() == Some(legacy.as_path()))
+    {
+        let _ = std::fs::remove_dir(&legacy);
+    }
+    for (change, ids) in &changes {
+        println!(
+            "  {:<9} {}  ({})",
+            report::verb(change),
+            change.target.display,
+            ids.join(", ")
+        );
+    }
+    Ok(code)
+}
+
+fn print_migration(applied: &Applied) {
+    println!("  {:<24} {}", applied.id, applied.about);
+    for finding in &applied.findings {
+        println!("      {finding}");
+    }
+}

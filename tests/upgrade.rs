@@ -1,0 +1,391 @@
+//! `memloop upgrade` cases as data: each folder in `tests/upgrade/` holds `case.toml`, `in/`
+//! (`repo/`, optionally `home/` and `bin/` with fake agent programs printing a version) and
+//! `out/` (the expected files; absent when the upgrade must change nothing).
+//!
+//! Every case also checks, in order:
+//! - idempotent: a second `memloop upgrade` finds nothing and changes nothing;
+//! - already applied: `memloop upgrade` on a fresh copy of `out/` finds nothing;
+//! - sync agrees (unless `sync_agrees = false`): `memloop sync` afterwards leaves every file the
+//!   upgrade wrote as it is (it may add files of its own), so the two never undo each other.
+//!
+//! (tests/cases.rs does not fit: its `in/` trees are pre-memloop states that uninstall must give
+//! back, while an upgrade's `in/` is an older memloop's output, which must not come back.)
+//!
+//! `MEMLOOP_BLESS=1 cargo test --test upgrade` rewrites existing `out/` folders from the actual
+//! result; review the diff before committing it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Entry {
+    File(Vec<u8>),
+    Link(PathBuf),
+}
+
+type Tree = BTreeMap<PathBuf, Entry>;
+
+fn snapshot(dir: &Path) -> Tree {
+    let mut out = BTreeMap::new();
+    if dir.exists() {
+        walk(dir, dir, &mut out);
+    }
+    out
+}
+
+fn walk(base: &Path, dir: &Path, out: &mut Tree) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let rel = path.strip_prefix(base).unwrap().to_path_buf();
+        if rel == Path::new(".git") || rel == Path::new(".local") {
+            continue;
+        }
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        if meta.file_type().is_symlink() {
+            out.insert(rel, Entry::Link(std::fs::read_link(&path).unwrap()));
+        } else if meta.is_dir() {
+            walk(base, &path, out);
+        } else {
+            out.insert(rel, Entry::File(std::fs::read(&path).unwrap()));
+        }
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for (rel, entry) in snapshot(from) {
+        let dest = to.join(&rel);
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        match entry {
+            Entry::File(bytes) => std::fs::write(&dest, bytes).unwrap(),
+            Entry::Link(target) => std::os::unix::fs::symlink(target, &dest).unwrap(),
+        }
+    }
+}
+
+/// `out/` trees hold this line instead of the current OpenCode plugin.
+const PLUGIN_MARKER: &[u8] = b"[the OpenCode gate plugin from assets/]\n";
+
+fn expand_plugin(tree: &mut Tree) {
+    for entry in tree.values_mut() {
+        if matches!(entry, Entry::File(bytes) if bytes == PLUGIN_MARKER) {
+            *entry = Entry::File(memloop::gate::OPENCODE_PLUGIN.as_bytes().to_vec());
+        }
+    }
+}
+
+fn collapse_plugin(dir: &Path) {
+    for (rel, entry) in snapshot(dir) {
+        if entry == Entry::File(memloop::gate::OPENCODE_PLUGIN.as_bytes().to_vec()) {
+            std::fs::write(dir.join(rel), PLUGIN_MARKER).unwrap();
+        }
+    }
+}
+
+struct Sandbox {
+    _temp: tempfile::TempDir,
+    repo: PathBuf,
+    home: PathBuf,
+    bin: PathBuf,
+}
+
+impl Sandbox {
+    /// A repository and home from `from/{repo,home,bin}`.
+    fn new(from: &Path, bin_from: &Path) -> Sandbox {
+        let temp = tempfile::tempdir().unwrap();
+        let (repo, home, bin) = (
+            temp.path().join("repo"),
+            temp.path().join("home"),
+            temp.path().join("bin"),
+        );
+        copy_tree(&from.join("repo"), &repo);
+        copy_tree(&from.join("home"), &home);
+        copy_tree(&bin_from.join("bin"), &bin);
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        for entry in std::fs::read_dir(&bin).unwrap() {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(
+                entry.unwrap().path(),
+                std::fs::Permissions::from_mode(0o755),
+            )
+            .unwrap();
+        }
+        Sandbox {
+            _temp: temp,
+            repo,
+            home,
+            bin,
+        }
+    }
+
+    fn run(&self, args: &[String]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_memloop"))
+            .args(args)
+            .current_dir(&self.repo)
+            .env_clear()
+            .env("HOME", &self.home)
+            .env("PATH", &self.bin)
+            .env("XDG_STATE_HOME", self.home.join(".local/state"))
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    }
+
+    fn trees(&self) -> (Tree, Tree) {
+        (snapshot(&self.repo), snapshot(&self.home))
+    }
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CaseFile {
+    #[serde(default = "default_args")]
+    args: Vec<String>,
+    #[serde(default)]
+    status: i32,
+    #[serde(default)]
+    stdout_contains: Vec<String>,
+    #[serde(default)]
+    stdout_lacks: Vec<String>,
+    #[serde(default)]
+    stderr_contains: Vec<String>,
+    #[serde(default = "yes")]
+    sync_agrees: bool,
+    /// Where the expected output comes from when no real program could be run (OpenCode 2).
+    #[serde(default)]
+    #[allow(dead_code)]
+    based_on: Option<String>,
+}
+
+fn default_args() -> Vec<String> {
+    vec!["upgrade".into()]
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn describe(got: &Tree, want: &Tree) -> String {
+    let show = |e: &Entry| match e {
+        Entry::File(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        Entry::Link(target) => format!("(symlink to {})", target.display()),
+    };
+    let mut lines = Vec::new();
+    for (path, entry) in got {
+        match want.get(path) {
+            None => lines.push(format!("  only in actual: {}", path.display())),
+            Some(w) if w != entry => lines.push(format!(
+                "  differs: {}\n--- expected\n{}\n--- actual\n{}",
+                path.display(),
+                show(w),
+                show(entry)
+            )),
+            _ => {}
+        }
+    }
+    for path in want.keys().filter(|p| !got.contains_key(*p)) {
+        lines.push(format!("  missing from actual: {}", path.display()));
+    }
+    lines.join("\n")
+}
+
+fn check(label: &str, got: &Tree, want: &Tree, failures: &mut Vec<String>) {
+    if got != want {
+        failures.push(format!("{label}:\n{}", describe(got, want)));
+    }
+}
+
+fn expected(dir: &Path) -> (Tree, Tree) {
+    let mut repo = snapshot(&dir.join("repo"));
+    expand_plugin(&mut repo);
+    (repo, snapshot(&dir.join("home")))
+}
+
+fn output_text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Runs `memloop upgrade` again and expects it to find and change nothing.
+fn expect_nothing(label: &str, sandbox: &Sandbox, args: &[String], failures: &mut Vec<String>) {
+    let before = sandbox.trees();
+    let out = sandbox.run(args);
+    let (stdout, stderr) = output_text(&out);
+    if !out.status.success() || !stdout.contains("nothing to upgrade") {
+        failures.push(format!(
+            "{label}: expected `nothing to upgrade` and exit 0, got {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+            out.status.code()
+        ));
+    }
+    let after = sandbox.trees();
+    check(&format!("{label} (repo)"), &after.0, &before.0, failures);
+    check(&format!("{label} (home)"), &after.1, &before.1, failures);
+}
+
+fn run_case(case: &Path) -> Vec<String> {
+    let spec: CaseFile =
+        toml_edit::de::from_str(&std::fs::read_to_string(case.join("case.toml")).unwrap())
+            .unwrap_or_else(|err| panic!("{}: {err}", case.display()));
+    let sandbox = Sandbox::new(&case.join("in"), &case.join("in"));
+    let before = sandbox.trees();
+    let output = sandbox.run(&spec.args);
+    let (stdout, stderr) = output_text(&output);
+    let mut failures = Vec::new();
+    if output.status.code() != Some(spec.status) {
+        failures.push(format!(
+            "exit code {:?}, expected {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+            output.status.code(),
+            spec.status
+        ));
+    }
+    for needle in &spec.stdout_contains {
+        if !stdout.contains(needle.as_str()) {
+            failures.push(format!("stdout lacks {needle:?}:\n{stdout}"));
+        }
+    }
+    for needle in &spec.stdout_lacks {
+        if stdout.contains(needle.as_str()) {
+            failures.push(format!("stdout has {needle:?}:\n{stdout}"));
+        }
+    }
+    for needle in &spec.stderr_contains {
+        if !stderr.contains(needle.as_str()) {
+            failures.push(format!("stderr lacks {needle:?}:\n{stderr}"));
+        }
+    }
+    let has_out = case.join("out").exists();
+    if std::env::var_os("MEMLOOP_BLESS").is_some() && has_out {
+        std::fs::remove_dir_all(case.join("out")).unwrap();
+        copy_tree(&sandbox.repo, &case.join("out/repo"));
+        collapse_plugin(&case.join("out/repo"));
+        if !snapshot(&sandbox.home).is_empty() {
+            copy_tree(&sandbox.home, &case.join("out/home"));
+        }
+        return failures;
+    }
+    let after = sandbox.trees();
+    let (want_repo, want_home) = if has_out {
+        expected(&case.join("out"))
+    } else {
+        before.clone()
+    };
+    check("repo after upgrade", &after.0, &want_repo, &mut failures);
+    check("home after upgrade", &after.1, &want_home, &mut failures);
+    if spec.status != 0 || !failures.is_empty() {
+        return failures;
+    }
+
+    expect_nothing("a second upgrade", &sandbox, &spec.args, &mut failures);
+    if has_out {
+        let applied = Sandbox::new(&case.join("out"), &case.join("in"));
+        let mut repo = snapshot(&applied.repo);
+        expand_plugin(&mut repo);
+        for (rel, entry) in repo {
+            if let Entry::File(bytes) = entry {
+                std::fs::write(applied.repo.join(rel), bytes).unwrap();
+            }
+        }
+        expect_nothing(
+            "upgrade of out/ (already applied)",
+            &applied,
+            &spec.args,
+            &mut failures,
+        );
+    }
+
+    if spec.sync_agrees && has_out {
+        let mut sync = vec!["sync".to_owned()];
+        if spec.args.iter().any(|a| a == "--user-scope") {
+            sync.push("--user-scope".into());
+        }
+        let out = sandbox.run(&sync);
+        if !out.status.success() {
+            let (stdout, stderr) = output_text(&out);
+            failures.push(format!(
+                "sync after the upgrade failed:\nstdout:\n{stdout}\nstderr:\n{stderr}"
+            ));
+        }
+        let synced = sandbox.trees();
+        for (label, upgraded, original, now) in [
+            ("repo", &after.0, &before.0, &synced.0),
+            ("home", &after.1, &before.1, &synced.1),
+        ] {
+            for (path, entry) in upgraded {
+                if original.get(path) != Some(entry) && now.get(path) != Some(entry) {
+                    failures.push(format!(
+                        "sync changed {label}/{} after the upgrade wrote it:\n{}",
+                        path.display(),
+                        describe(now, upgraded)
+                    ));
+                }
+            }
+            for path in original.keys() {
+                if !upgraded.contains_key(path) && now.contains_key(path) {
+                    failures.push(format!(
+                        "sync brought back {label}/{}, which the upgrade removed",
+                        path.display()
+                    ));
+                }
+            }
+        }
+    }
+    failures
+}
+
+#[test]
+fn upgrade_cases() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/upgrade");
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("case.toml").exists())
+        .collect();
+    names.sort();
+    let only = std::env::var("UPGRADE_CASE").ok();
+    let mut report = Vec::new();
+    let mut ran = 0;
+    for case in &names {
+        let name = case.file_name().unwrap().to_string_lossy().into_owned();
+        if only.as_ref().is_some_and(|o| !name.contains(o.as_str())) {
+            continue;
+        }
+        ran += 1;
+        let failures = run_case(case);
+        if !failures.is_empty() {
+            report.push(format!("=== {name}\n{}", failures.join("\n")));
+        }
+    }
+    assert!(
+        only.is_some() || ran >= 20,
+        "expected at least 20 upgrade cases, found {ran}"
+    );
+    assert!(
+        report.is_empty(),
+        "{} of {ran} upgrade cases failed:\n{}",
+        report.len(),
+        report.join("\n\n")
+    );
+}
+
+/// Every migration id has at least one case that applies it (named in `stdout_contains`).
+#[test]
+fn every_migration_has_a_case_that_applies_it() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/upgrade");
+    let mut specs = String::new();
+    for entry in std::fs::read_dir(&root).unwrap() {
+        let path = entry.unwrap().path();
+        if path.join("out").exists() {
+            specs.push_str(&std::fs::read_to_string(path.join("case.toml")).unwrap());
+        }
+    }
+    for migration in memloop::upgrade::MIGRATIONS {
+        assert!(
+            specs.contains(&format!("\"{}\"", migration.id)),
+            "no case in tests/upgrade/ applies {}",
+            migration.id
+        );
+    }
+}

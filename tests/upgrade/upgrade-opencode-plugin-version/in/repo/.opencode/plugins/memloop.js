@@ -1,0 +1,3 @@
+// memloop opencode plugin v0
+// an older memloop
+export const MemloopGate = async () => ({})
