@@ -249,7 +249,11 @@ fn is_bare(value: &str) -> bool {
         && !value.contains(": ")
         && !value.contains(" #")
         && !value.ends_with(':')
-        && !matches!(value, "true" | "false" | "null" | "yes" | "no" | "~")
+        // Words YAML 1.1 readers turn into booleans or null.
+        && !matches!(
+            value.to_ascii_lowercase().as_str(),
+            "true" | "false" | "null" | "yes" | "no" | "on" | "off" | "y" | "n" | "~"
+        )
         && value.parse::<f64>().is_err()
 }
 
@@ -323,7 +327,13 @@ mod tests {
     #[test]
     fn awkward_strings_survive_the_round_trip() {
         let mut note = seed_note();
-        note.tags = vec!["a, b".into(), "\"q\"".into(), "x: y".into(), "42".into()];
+        note.tags = vec![
+            "a, b".into(),
+            "\"q\"".into(),
+            "x: y".into(),
+            "42".into(),
+            "On".into(),
+        ];
         note.task_id = Some("#12 [urgent]".into());
         note.content = "---\nbody that looks like front matter\n---".into();
         note.forgotten = Some("2026-12-01T00:00:00.000Z".into());
