@@ -17,6 +17,7 @@ mod memloop;
 mod proc;
 mod sandbox;
 mod tools;
+mod upgrade;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -129,6 +130,11 @@ const SCENARIOS: &[Scenario] = &[
         name: "gate-kimi",
         about: "Kimi Code edits, the [[hooks]] Stop gate sends it back, it stores over MCP",
         run: gate::kimi,
+    },
+    Scenario {
+        name: "upgrade-legacy",
+        about: "legacy shapes for all three agents, `memloop upgrade`, then claude mcp get / opencode debug config / kimi doctor config and kimi -p accept the result",
+        run: upgrade::legacy,
     },
 ];
 

@@ -1,0 +1,297 @@
+//! Scenario "upgrade": a repository and home holding what older memloops and older agents left
+//! (legacy shapes for all three agents), `memloop upgrade --user-scope`, then the pinned real
+//! agents load the result: `claude mcp get memory`, `opencode debug config`, `kimi doctor config`
+//! and a `kimi -p` run that must offer memloop's MCP tool (Kimi Code drops every file-declared
+//! server while one entry says `streamable-http`). Afterwards `memloop diff` finds nothing left
+//! for sync to do and a second upgrade finds nothing.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+
+use super::config::{expect, kimi_has_stop_hook, parse_json_output, read_json};
+use super::fake_model::{Dialect, FakeModel, Script};
+use super::sandbox::Sandbox;
+use super::{Ctx, Missing, agents};
+
+const RULES: &str = include_str!("../../../assets/rules.md");
+const PLUGIN: &str = include_str!("../../../assets/opencode-plugin.js");
+
+/// The migrations the legacy world below must trigger.
+const EXPECTED: &[&str] = &[
+    "memloop-block-marker",
+    "claude-hook-shape",
+    "opencode-plugin-dir",
+    "opencode-config-twins",
+    "kimi-legacy-to-code",
+    "kimi-streamable-http",
+    "kimi-tool-names",
+];
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+fn pretty(value: Value) -> String {
+    serde_json::to_string_pretty(&value).expect("serializes") + "\n"
+}
+
+/// What an older memloop (and older agents) left behind.
+fn legacy_world(sb: &Sandbox) -> Result<()> {
+    let repo = &sb.repo;
+    write(
+        &repo.join("memloop.toml"),
+        "version = 1\nagents = [\"claude\", \"opencode\", \"kimi\"]\n",
+    )?;
+    write(
+        &repo.join("CLAUDE.md"),
+        &format!("# e2e\n\n<!-- memloop:begin -->\n{RULES}<!-- memloop:end -->\n"),
+    )?;
+    std::os::unix::fs::symlink("CLAUDE.md", repo.join("AGENTS.md"))?;
+    write(
+        &repo.join(".mcp.json"),
+        &pretty(
+            json!({"mcpServers": {"memory": {"type": "stdio", "command": "memloop", "args": ["serve"]}}}),
+        ),
+    )?;
+    // A flat handler list: Claude Code rejects the whole file.
+    write(
+        &repo.join(".claude/settings.json"),
+        &pretty(
+            json!({"hooks": {"Stop": [{"type": "command", "command": "memloop hook stop --agent claude"}]}}),
+        ),
+    )?;
+    write(
+        &repo.join("opencode.json"),
+        &pretty(json!({"$schema": "https://opencode.ai/config.json",
+            "mcp": {"memory": {"type": "local", "command": ["memloop", "serve"], "enabled": true}}})),
+    )?;
+    write(
+        &repo.join("opencode.jsonc"),
+        "{\n  \"$schema\": \"https://opencode.ai/config.json\",\n  // the team's settings\n  \"instructions\": [\"README.md\"],\n}\n",
+    )?;
+    write(&repo.join(".opencode/plugin/memloop.js"), PLUGIN)?;
+    let legacy = sb.home.join(".kimi");
+    write(
+        &legacy.join("config.toml"),
+        "# kimi-cli\ndefault_model = \"k\"\n\n[[hooks]]\nevent = \"Stop\"\ncommand = \"memloop hook stop --agent kimi\"\ntimeout = 15\n",
+    )?;
+    write(
+        &legacy.join("mcp.json"),
+        &pretty(
+            json!({"mcpServers": {"memory": {"transport": "stdio", "command": "memloop", "args": ["serve"]}}}),
+        ),
+    )?;
+    // What `kimi migrate` leaves: hook matchers copied verbatim, no memloop hook.
+    write(
+        &sb.kimi_home.join("config.toml"),
+        "[[hooks]]\nevent = \"PreToolUse\"\nmatcher = \"Shell\"\ncommand = \"true\"\n",
+    )?;
+    write(
+        &sb.kimi_home.join("mcp.json"),
+        &pretty(
+            json!({"mcpServers": {"docs": {"transport": "streamable-http", "url": "http://127.0.0.1:9/docs"}}}),
+        ),
+    )?;
+    Ok(())
+}
+
+pub fn legacy(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    let help = sb.run("memloop", &["upgrade", "--help"], Duration::from_secs(30))?;
+    if !help.success() || !help.stdout.contains("--dry-run") {
+        return Err(Missing(format!(
+            "`memloop upgrade --help` does not offer --dry-run: {}",
+            help.stderr.trim()
+        ))
+        .into());
+    }
+    ctx.caps.need_serve()?;
+    legacy_world(sb)?;
+
+    let dry = sb.run(
+        "memloop",
+        &["upgrade", "--dry-run", "--user-scope"],
+        ctx.timeout,
+    )?;
+    expect(dry.success(), "`memloop upgrade --dry-run` failed", &dry)?;
+    for id in EXPECTED {
+        expect(
+            dry.stdout.contains(id),
+            &format!("`memloop upgrade --dry-run` does not list {id}"),
+            &dry,
+        )?;
+    }
+    expect(
+        std::fs::read_to_string(sb.home.join(".kimi/config.toml"))?.contains("memloop hook stop"),
+        "`memloop upgrade --dry-run` wrote ~/.kimi/config.toml",
+        &dry,
+    )?;
+    let up = sb.run("memloop", &["upgrade", "--user-scope"], ctx.timeout)?;
+    expect(up.success(), "`memloop upgrade --user-scope` failed", &up)?;
+    println!("      upgraded: {}", EXPECTED.join(", "));
+
+    claude(ctx, sb)?;
+    opencode(ctx, sb)?;
+    kimi(ctx, sb)?;
+
+    let diff = sb.run("memloop", &["diff"], ctx.timeout)?;
+    expect(
+        diff.success(),
+        "`memloop diff` after the upgrade still finds drift: upgrade and sync disagree",
+        &diff,
+    )?;
+    let again = sb.run("memloop", &["upgrade", "--user-scope"], ctx.timeout)?;
+    expect(
+        again.success() && again.stdout.contains("nothing to upgrade"),
+        "a second `memloop upgrade` still found something",
+        &again,
+    )
+}
+
+fn claude(ctx: &Ctx, sb: &Sandbox) -> Result<()> {
+    agents::claude(sb, false)?;
+    let out = sb.run(
+        ctx.tools.bin.join("claude"),
+        &["mcp", "get", "memory"],
+        ctx.timeout,
+    )?;
+    expect(out.success(), "`claude mcp get memory` failed", &out)?;
+    let text = format!("{}{}", out.stdout, out.stderr);
+    expect(
+        text.contains("Project config") && text.contains("memloop") && text.contains("stdio"),
+        "`claude mcp get memory` does not show memloop's stdio server from .mcp.json",
+        &out,
+    )?;
+    let settings = read_json(&sb.repo.join(".claude/settings.json"))?;
+    let groups = settings
+        .pointer("/hooks/Stop")
+        .and_then(Value::as_array)
+        .context(".claude/settings.json has no hooks.Stop array after the upgrade")?;
+    let valid = groups.iter().all(|g| {
+        g.get("matcher").is_none_or(Value::is_string)
+            && g.get("hooks")
+                .and_then(Value::as_array)
+                .is_some_and(|hs| hs.iter().all(|h| h.get("type").is_some()))
+    });
+    let ours = groups.iter().any(|g| {
+        g.pointer("/hooks/0/command").and_then(Value::as_str)
+            == Some("memloop hook stop --agent claude")
+    });
+    if !valid || !ours {
+        bail!("hooks.Stop is not the nested shape holding memloop's gate: {settings}");
+    }
+    Ok(())
+}
+
+fn opencode(ctx: &Ctx, sb: &Sandbox) -> Result<()> {
+    agents::opencode(sb, &ctx.tools, None)?;
+    if sb.repo.join(".opencode/plugin/memloop.js").exists()
+        || !sb.repo.join(".opencode/plugins/memloop.js").exists()
+    {
+        bail!("the gate plugin was not moved from .opencode/plugin/ to .opencode/plugins/");
+    }
+    let before = std::fs::read(sb.repo.join("opencode.jsonc"))?;
+    let out = sb.run(
+        ctx.tools.bin.join("opencode"),
+        &["debug", "config"],
+        ctx.timeout,
+    )?;
+    expect(
+        out.success(),
+        "`opencode debug config` rejected the upgraded config",
+        &out,
+    )?;
+    let config = parse_json_output(&out.stdout)
+        .with_context(|| format!("`opencode debug config` printed no JSON\n{}", out.report()))?;
+    let entry = config.pointer("/mcp/memory").with_context(|| {
+        format!(
+            "`opencode debug config` has no mcp.memory\n{}",
+            out.report()
+        )
+    })?;
+    if entry.get("type") != Some(&json!("local"))
+        || entry.get("command") != Some(&json!(["memloop", "serve"]))
+    {
+        bail!("opencode resolved mcp.memory to {entry}, expected local [memloop, serve]");
+    }
+    let json = read_json(&sb.repo.join("opencode.json"))?;
+    if json.pointer("/mcp/memory").is_some() {
+        bail!("opencode.json still holds mcp.memory next to opencode.jsonc: {json}");
+    }
+    if std::fs::read(sb.repo.join("opencode.jsonc"))? != before {
+        bail!("OpenCode rewrote opencode.jsonc on load (it does so when `$schema` is missing)");
+    }
+    Ok(())
+}
+
+fn kimi(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    let out = sb.run(
+        ctx.tools.bin.join("kimi"),
+        &["doctor", "config"],
+        ctx.timeout,
+    )?;
+    expect(
+        out.success(),
+        "`kimi doctor config` reported a problem",
+        &out,
+    )?;
+    expect(
+        !format!("{}{}", out.stdout, out.stderr).contains("Ignored invalid config section"),
+        "Kimi ignores a config section after the upgrade",
+        &out,
+    )?;
+    let config = std::fs::read_to_string(sb.kimi_home.join("config.toml"))?;
+    if !kimi_has_stop_hook(&config) || !config.contains("matcher = \"Bash\"") {
+        bail!(
+            "$KIMI_CODE_HOME/config.toml lacks memloop's Stop hook or the renamed matcher:\n{config}"
+        );
+    }
+    let legacy = std::fs::read_to_string(sb.home.join(".kimi/config.toml"))?;
+    if legacy.contains("memloop hook stop") || !legacy.contains("default_model = \"k\"") {
+        bail!(
+            "~/.kimi/config.toml should keep the user's settings and lose memloop's hook:\n{legacy}"
+        );
+    }
+    // doctor does not read mcp.json: one prompt shows which MCP tools Kimi really loaded.
+    agents::kimi_trust(sb)?;
+    let fake = FakeModel::start(
+        Dialect::OpenAi,
+        Script {
+            repo: sb.repo.clone(),
+            writes: 0,
+            write_tool: "Write".into(),
+            store_tool: "mcp__memory__memory_store".into(),
+            lookup_tool: None,
+            latency: ctx.model_latency,
+        },
+    )?;
+    agents::kimi_model_env(sb, &fake.base_url());
+    let out = sb.run(
+        ctx.tools.bin.join("kimi"),
+        &["-p", "Say hello.", "--output-format", "stream-json"],
+        ctx.timeout,
+    )?;
+    expect(out.success(), "`kimi -p` failed after the upgrade", &out)?;
+    let calls = fake.model_calls();
+    let Some(first) = calls.first() else {
+        bail!("Kimi sent no request to the fake model\n{}", out.report());
+    };
+    let conv = first.conversation(Dialect::OpenAi);
+    let names: Vec<&str> = conv.tools.iter().map(|t| t.name.as_str()).collect();
+    if !names.contains(&"mcp__memory__memory_store") {
+        let log =
+            std::fs::read_to_string(sb.kimi_home.join("logs/kimi-code.log")).unwrap_or_default();
+        let mcp: Vec<&str> = log.lines().filter(|l| l.contains("mcp")).collect();
+        bail!(
+            "after the upgrade Kimi offered no mcp__memory__memory_store (tools: {})\nKimi's log about MCP:\n{}",
+            names.join(", "),
+            super::proc::tail(&mcp.join("\n"), 4000)
+        );
+    }
+    Ok(())
+}
