@@ -81,8 +81,8 @@ fn classify_change(d: &mut Doctor, change: &Change) {
         .state
         .unchanged_since_write(&change.write_path, &change.before);
     let states = match &target.desired {
-        Desired::Symlink { target: link } => vec![symlink_state(&change.before, link)],
-        Desired::Whole { content } => vec![whole_state(&change.before, content)],
+        Desired::Symlink { target: link } => vec![(symlink_state(&change.before, link), false)],
+        Desired::Whole { content } => vec![(whole_state(&change.before, content), false)],
         Desired::Fragments { format, fragments } => {
             let text = Encoding::decode(change.before.text().as_bytes(), "")
                 .map(|(t, _)| t)
@@ -90,7 +90,16 @@ fn classify_change(d: &mut Doctor, change: &Change) {
             fragments
                 .iter()
                 .map(|fragment| {
-                    fragment_state(&text, *format, fragment, &change.before, written_by_memloop)
+                    // OpenCode adds a missing `$schema` itself (rewriting the file): not fatal.
+                    let soft = matches!(fragment, Fragment::JsonFirstMember { .. });
+                    let state = fragment_state(
+                        &text,
+                        *format,
+                        fragment,
+                        &change.before,
+                        written_by_memloop,
+                    );
+                    (state, soft)
                 })
                 .collect()
         }
@@ -99,9 +108,10 @@ fn classify_change(d: &mut Doctor, change: &Change) {
     let mut diff = Some(report::unified(change)).filter(|d| !d.is_empty());
     let user = target.scope == Scope::User;
     let sync = d.sync_command(user);
-    for state in states {
+    for (state, soft) in states {
         let severity = match state.drift {
             Drift::Current => Severity::Ok,
+            Drift::Missing if soft => Severity::Warning,
             Drift::EditedByUser => Severity::Warning,
             // The user's own files are per machine: CI checks the repository.
             Drift::Missing | Drift::Stale if user => Severity::Warning,
@@ -403,9 +413,12 @@ fn markdown_state(text: &str, body: &str, written_by_memloop: bool) -> State {
         .take_while(|l| !l.starts_with("<!-- memloop:end"))
         .collect::<Vec<_>>()
         .join("\n");
+    // A newer memloop's block is its own business (the version check warns about it).
+    let newer = first.version.is_some_and(|v| v > BLOCK_VERSION);
     let drift = if spans.len() > 1 {
         Drift::Duplicated
-    } else if inner.trim_end() == body.trim_end() && first.version == Some(BLOCK_VERSION) {
+    } else if inner.trim_end() == body.trim_end() && (first.version == Some(BLOCK_VERSION) || newer)
+    {
         Drift::Current
     } else if first.version.is_none_or(|v| v < BLOCK_VERSION)
         || written_by_memloop

@@ -157,11 +157,11 @@ fn claude(d: &mut Doctor, program: &Path) {
         )
         .fix("run the server's command by hand to see why it fails")
     } else {
-        Finding::ok(
-            AgentId::Claude,
-            "live",
-            format!("`{shown}`: {}", excerpt(&all, 2)),
-        )
+        let status = all
+            .lines()
+            .find(|l| l.contains("Status:"))
+            .map_or_else(|| excerpt(&all, 2), |l| l.trim().to_owned());
+        Finding::ok(AgentId::Claude, "live", format!("`{shown}`: {status}"))
     };
     d.push(finding);
 }

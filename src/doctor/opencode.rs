@@ -42,8 +42,15 @@ pub fn check(d: &mut Doctor) {
         }
     }
     twins(d, &files, &agent);
+    let managed = if files.iter().any(|f| f.display == "opencode.jsonc") {
+        "opencode.jsonc"
+    } else {
+        "opencode.json"
+    };
     for file in &files {
-        schema(d, file);
+        if file.display != managed {
+            schema(d, file);
+        }
         plugin_origins(d, file);
         entries(d, file, v2);
     }
@@ -176,7 +183,7 @@ fn entries(d: &mut Doctor, file: &JsonFile, v2: bool) {
         )
     };
     let name = d.ctx.server.name.clone();
-    if v2 && !has_servers && mcp.contains_key(&name) {
+    if v2 && name != "servers" && mcp.contains_key(&name) {
         d.push(
             Finding::warning(
                 AGENT,
