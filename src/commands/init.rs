@@ -242,15 +242,20 @@ fn ask(root: &Path, args: &InitArgs) -> anyhow::Result<(Config, bool)> {
         .items(choices)
         .default(0)
         .interact()?;
-    let mut server = ServerConfig {
-        name: Input::new()
-            .with_prompt("Server name")
-            .default(args.server_name.clone())
-            .interact_text()?,
-        ..ServerConfig::default()
-    };
+    let mut server = ServerConfig::default();
     match choice {
-        1 => server.url = Some(Input::new().with_prompt("URL").interact_text()?),
+        1 => {
+            let url: String = Input::new()
+                .with_prompt("URL")
+                .validate_with(|url: &String| {
+                    match url.starts_with("https://") || url.starts_with("http://") {
+                        true => Ok(()),
+                        false => Err("give an http:// or https:// URL"),
+                    }
+                })
+                .interact_text()?;
+            server.url = Some(url);
+        }
         2 => {
             let line: String = Input::new().with_prompt("Command").interact_text()?;
             let mut words = line.split_whitespace().map(str::to_owned);
@@ -260,6 +265,25 @@ fn ask(root: &Path, args: &InitArgs) -> anyhow::Result<(Config, bool)> {
         3 => server.preset = Some(Preset::Convops),
         _ => {}
     }
+    let default_name = if choice == 3 && args.server_name == "memory" {
+        "convops".to_owned()
+    } else {
+        args.server_name.clone()
+    };
+    server.name = Input::new()
+        .with_prompt("Server name (in every agent's config)")
+        .default(default_name)
+        .validate_with(|name: &String| {
+            match !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                true => Ok(()),
+                false => Err("use only letters, digits, '-' and '_'"),
+            }
+        })
+        .interact_text()?;
 
     let layouts = [
         "symlink: AGENTS.md links to CLAUDE.md",

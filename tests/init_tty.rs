@@ -1,0 +1,76 @@
+//! `memloop init` on a terminal: the prompts are real (dialoguer on a pseudo-terminal made by
+//! util-linux `script`), and the answers become memloop.toml.
+
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+
+/// Runs `memloop init` in a fresh repository on a pseudo-terminal, typing `keys`.
+fn init_on_a_terminal(keys: &str) -> (String, tempfile::TempDir) {
+    let temp = tempfile::tempdir().unwrap();
+    let (repo, home) = (temp.path().join("repo"), temp.path().join("home"));
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let mut child = Command::new("script")
+        .args([
+            "-qec",
+            &format!("{} init", env!("CARGO_BIN_EXE_memloop")),
+            "/dev/null",
+        ])
+        .current_dir(&repo)
+        .env_clear()
+        .env("HOME", &home)
+        .env("XDG_STATE_HOME", home.join("state"))
+        .env("PATH", "/usr/bin:/bin")
+        .env("TERM", "xterm")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` provides the pseudo-terminal for this test");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(keys.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (String::from_utf8_lossy(&out.stdout).into_owned(), temp)
+}
+
+#[test]
+fn prompts_become_the_desired_state() {
+    // Agents: toggle claude (space), go down twice and toggle kimi; then a URL server and its
+    // name, the import layout, and yes to writing Kimi's user config.
+    let keys = " \x1b[B\x1b[B \r\x1b[B\rhttps://memory.example.test/mcp\rteam\r\x1b[B\ry";
+    let (screen, temp) = init_on_a_terminal(keys);
+    assert!(
+        screen.contains("Which agents should use the memory loop?"),
+        "{screen}"
+    );
+    assert!(screen.contains("Add the Stop gate there?"), "{screen}");
+    let config = std::fs::read_to_string(temp.path().join("repo/memloop.toml")).unwrap();
+    assert!(
+        config.contains("agents = [\"claude\", \"kimi\"]"),
+        "{config}"
+    );
+    assert!(config.contains("layout = \"import\""), "{config}");
+    assert!(
+        config.contains("name = \"team\"\nurl = \"https://memory.example.test/mcp\""),
+        "{config}"
+    );
+    let hooks = std::fs::read_to_string(temp.path().join("home/.kimi-code/config.toml")).unwrap();
+    assert!(
+        hooks.contains("command = \"memloop hook stop --agent kimi\""),
+        "{hooks}"
+    );
+}
+
+#[test]
+fn declining_user_scope_writes_only_the_repository() {
+    let (screen, temp) = init_on_a_terminal("\x1b[B\x1b[B \r\r\r\rn");
+    assert!(
+        screen.contains("skipped: Kimi's Stop hook lives in your user config"),
+        "{screen}"
+    );
+    assert!(temp.path().join("repo/.kimi-code/mcp.json").exists());
+    assert!(!temp.path().join("home/.kimi-code").exists());
+}
