@@ -312,5 +312,26 @@ fn installed(d: &mut Doctor) {
     }
 }
 
-/// Migrations `memloop upgrade` would apply (issue 6), when that command exists in this build.
-fn upgrade(_d: &mut Doctor) {}
+/// Migrations `memloop upgrade` would apply: files written for an older agent or memloop.
+fn upgrade(d: &mut Doctor) {
+    let finding = match crate::upgrade::pending(d.repo) {
+        Ok(ids) if ids.is_empty() => Finding::ok(
+            Group::Memloop,
+            "upgrade",
+            "no migration applies (`memloop upgrade` has nothing to do)",
+        ),
+        Ok(ids) => Finding::warning(
+            Group::Memloop,
+            "upgrade",
+            format!("upgrade available: {}", ids.join(", ")),
+        )
+        .fix("run `memloop upgrade --dry-run` to see the changes, then `memloop upgrade`"),
+        Err(err) => Finding::warning(
+            Group::Memloop,
+            "upgrade",
+            format!("could not check for migrations: {err:#}"),
+        )
+        .fix("fix the file named above, then run `memloop doctor` again"),
+    };
+    d.push(finding);
+}
