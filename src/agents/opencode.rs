@@ -35,10 +35,7 @@ pub fn targets(ctx: &Context) -> anyhow::Result<Vec<Target>> {
                         key: "$schema".into(),
                         value: json!(SCHEMA_URL),
                     },
-                    Fragment::JsonMember {
-                        path: vec!["mcp".into(), server.name.clone()],
-                        value: server_entry(&server.transport),
-                    },
+                    server_member(&server.name, &server.transport, is_v2()),
                 ],
             },
             note: None,
@@ -54,6 +51,30 @@ pub fn targets(ctx: &Context) -> anyhow::Result<Vec<Target>> {
             note: None,
         },
     ])
+}
+
+/// Whether the installed OpenCode is 2.x, which keeps servers in `mcp.servers.<name>` with
+/// `disabled` (its documentation; `memloop upgrade` migrates V1 entries).
+pub fn is_v2() -> bool {
+    super::detect::installed_version("opencode")
+        .and_then(|line| crate::upgrade::version::Version::find(&line))
+        .is_some_and(|version| version.0 >= 2)
+}
+
+/// memloop's server entry: `mcp.<name>` (V1) or `mcp.servers.<name>` (V2).
+pub fn server_member(name: &str, transport: &Transport, v2: bool) -> Fragment {
+    let entry = server_entry(transport);
+    if v2 {
+        Fragment::JsonMember {
+            path: vec!["mcp".into(), "servers".into(), name.to_owned()],
+            value: crate::upgrade::opencode::to_v2(&entry),
+        }
+    } else {
+        Fragment::JsonMember {
+            path: vec!["mcp".into(), name.to_owned()],
+            value: entry,
+        }
+    }
 }
 
 /// `{type:"remote", url, headers?, enabled}` or `{type:"local", command:[argv], environment?, enabled}`.

@@ -35,6 +35,7 @@ pub struct Migration {
 
 /// Every migration, in the order they run.
 pub const MIGRATIONS: &[Migration] = &[
+    memloop::CONFIG_VERSION_KEY,
     memloop::BLOCK_MARKER,
     claude::HOOK_SHAPE,
     claude::AGENTS_MD,
