@@ -152,6 +152,10 @@ struct CaseFile {
     stderr_contains: Vec<String>,
     #[serde(default = "yes")]
     sync_agrees: bool,
+    /// After the upgrade (and sync), `memloop uninstall --yes` leaves `after-uninstall/`:
+    /// memloop's parts go, the user's bytes stay, and no older memloop's output comes back.
+    #[serde(default)]
+    uninstall: bool,
     /// Where the expected output comes from when no real program could be run (OpenCode 2).
     #[serde(default)]
     #[allow(dead_code)]
@@ -264,7 +268,6 @@ fn run_case(case: &Path) -> Vec<String> {
         if !snapshot(&sandbox.home).is_empty() {
             copy_tree(&sandbox.home, &case.join("out/home"));
         }
-        return failures;
     }
     let after = sandbox.trees();
     let (want_repo, want_home) = if has_out {
@@ -278,6 +281,9 @@ fn run_case(case: &Path) -> Vec<String> {
         return failures;
     }
 
+    if spec.args.iter().any(|a| a == "--dry-run") {
+        return failures;
+    }
     expect_nothing("a second upgrade", &sandbox, &spec.args, &mut failures);
     if has_out {
         let applied = Sandbox::new(&case.join("out"), &case.join("in"));
@@ -330,6 +336,35 @@ fn run_case(case: &Path) -> Vec<String> {
                     ));
                 }
             }
+        }
+    }
+    if spec.uninstall {
+        let out = sandbox.run(&["uninstall".into(), "--yes".into()]);
+        if !out.status.success() {
+            let (stdout, stderr) = output_text(&out);
+            failures.push(format!(
+                "uninstall after the upgrade failed:\nstdout:\n{stdout}\nstderr:\n{stderr}"
+            ));
+        }
+        let dir = case.join("after-uninstall");
+        if std::env::var_os("MEMLOOP_BLESS").is_some() {
+            let _ = std::fs::remove_dir_all(&dir);
+            copy_tree(&sandbox.repo, &dir.join("repo"));
+            copy_tree(&sandbox.home, &dir.join("home"));
+        } else {
+            let (repo, home) = sandbox.trees();
+            check(
+                "repo after uninstall",
+                &repo,
+                &snapshot(&dir.join("repo")),
+                &mut failures,
+            );
+            check(
+                "home after uninstall",
+                &home,
+                &snapshot(&dir.join("home")),
+                &mut failures,
+            );
         }
     }
     failures

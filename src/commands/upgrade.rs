@@ -71,7 +71,7 @@ pub fn run(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
         ExitCode::from(EXIT_DRIFT)
     };
     if args.dry_run {
-        for (change, ids) in &changes {
+        for (change, ids, _) in &changes {
             println!("== {} ({})", change.target.display, ids.join(", "));
             print!(
                 "{}",
@@ -82,18 +82,26 @@ pub fn run(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
         return Ok(code);
     }
 
-    let only: Vec<_> = changes.iter().map(|(c, _)| c.clone()).collect();
+    let only: Vec<_> = changes.iter().map(|(c, _, _)| c.clone()).collect();
     // Files memloop did not record on this machine held an older memloop's output, not the
     // user's original: forget them again, so uninstall removes memloop's part surgically
-    // instead of bringing the old output back. A file that did not exist stays recorded.
-    let unrecorded: Vec<PathBuf> = only
+    // instead of bringing the old output back (or record the original a migration knows).
+    // A file that did not exist stays recorded as created by memloop.
+    let unrecorded: Vec<(PathBuf, Option<Content>)> = changes
         .iter()
-        .filter(|c| repo.state.original(&c.write_path).is_none() && c.before != Content::Missing)
-        .map(|c| c.write_path.clone())
+        .filter(|(c, _, _)| {
+            repo.state.original(&c.write_path).is_none() && c.before != Content::Missing
+        })
+        .map(|(c, _, original)| (c.write_path.clone(), original.clone()))
         .collect();
     apply(&only, &mut repo.state)?;
-    for path in unrecorded {
-        repo.state.files.remove(&path);
+    for (path, original) in unrecorded {
+        match (original, repo.state.files.get_mut(&path)) {
+            (Some(original), Some(record)) => record.original = original,
+            _ => {
+                repo.state.files.remove(&path);
+            }
+        }
     }
     if args.user_scope {
         repo.state.user_scope = true;
@@ -107,7 +115,7 @@ pub fn run(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
     {
         let _ = std::fs::remove_dir(&legacy);
     }
-    for (change, ids) in &changes {
+    for (change, ids, _) in &changes {
         println!(
             "  {:<9} {}  ({})",
             report::verb(change),

@@ -172,6 +172,8 @@ fn agents_rewrite(env: &Env, files: &mut Files) -> Result<(), PlanError> {
     if layout == Layout::Symlink && only_memloop && env.symlinks {
         let content = files.entry(&agents)?;
         files.put(&claude, content)?;
+        // It held nothing but memloop's block: uninstall may take the link away.
+        files.set_original(&agents, Content::Missing)?;
         return files.put(
             &agents,
             Content::Link {

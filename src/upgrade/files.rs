@@ -21,6 +21,8 @@ pub struct Slot {
     pub after: Content,
     /// The migrations that changed this file, in order.
     pub by: Vec<&'static str>,
+    /// What the file was before any memloop touched it, when a migration knows (for uninstall).
+    pub original: Option<Content>,
 }
 
 #[derive(Debug, Clone)]
@@ -115,6 +117,7 @@ impl Files {
                     before: content.clone(),
                     after: content,
                     by: Vec::new(),
+                    original: None,
                 },
             );
         }
@@ -157,6 +160,13 @@ impl Files {
                 slot.by.push(id);
             }
         }
+        Ok(())
+    }
+
+    /// Notes what `path` was before any memloop touched it (`Content::Missing`: memloop made
+    /// it), so uninstall can take memloop's part back.
+    pub fn set_original(&mut self, path: &Path, original: Content) -> Result<(), PlanError> {
+        self.slot(path, path)?.original = Some(original);
         Ok(())
     }
 
@@ -212,8 +222,9 @@ impl Files {
         }
     }
 
-    /// The changes made so far, one per file that differs from what is on disk.
-    pub fn changes(&self) -> Vec<(Change, Vec<&'static str>)> {
+    /// The changes made so far, one per file that differs from what is on disk, with the
+    /// migrations that made it and the file's pre-memloop original when one is known.
+    pub fn changes(&self) -> Vec<(Change, Vec<&'static str>, Option<Content>)> {
         self.slots
             .iter()
             .filter(|(_, slot)| slot.before != slot.after)
@@ -233,7 +244,7 @@ impl Files {
                     before: slot.before.clone(),
                     after: slot.after.clone(),
                 };
-                (change, slot.by.clone())
+                (change, slot.by.clone(), slot.original.clone())
             })
             .collect()
     }

@@ -291,7 +291,7 @@ mod tests {
             .files
             .changes()
             .into_iter()
-            .map(|(c, _)| c.target.display)
+            .map(|(c, _, _)| c.target.display)
             .collect();
         assert_eq!(changed, [".claude/settings.json"]);
     }
