@@ -2,7 +2,8 @@
 //! baseline that re-reads the whole transcript at every stop, as the seed's hook does.
 //!
 //! Whole processes on the same generated transcripts in the same run: wall time from spawn to
-//! reaping (best of several runs, the two programs taking turns), and peak RSS from `wait4`.
+//! reaping (best of several runs), and peak RSS from `wait4`. Repeat checks run back to back
+//! per program, as hyperfine does; the same with the programs taking turns is printed too.
 //! Targets (issue 3): a repeat check at least 30x faster than Python at 1 MB and 200x at
 //! 100 MB; the first check on 100 MB at most a tenth of Python's time; memloop's peak RSS at
 //! most 10 MiB at every size. Exits non-zero on a miss.
@@ -487,6 +488,8 @@ struct Row {
     ml_first: Timing,
     py_repeat: Timing,
     ml_repeat: Timing,
+    py_cold: Timing,
+    ml_cold: Timing,
     ml_rss_kib: u64,
     py_rss_kib: u64,
 }
@@ -574,12 +577,27 @@ impl Bench<'_> {
         for tool in tools {
             self.stop(tool, "repeat")?;
         }
-        for k in 0..repeat_runs {
-            append_turn(self.transcript, k)?;
-            for (i, tool) in tools.iter().enumerate() {
+        // Repeat checks back to back per program, as hyperfine runs a command: each run sees
+        // two new assistant entries.
+        let mut appended = 0;
+        for (i, tool) in tools.iter().enumerate() {
+            for _ in 0..repeat_runs {
+                append_turn(self.transcript, appended)?;
+                appended += 1;
                 let sample = self.stop(*tool, "repeat")?;
                 rss[i] = rss[i].max(sample.max_rss_kib);
                 repeat[i].push(sample.wall);
+            }
+        }
+        // The same, the programs taking turns: each starts with caches the other one cooled.
+        let mut cold = [Vec::new(), Vec::new()];
+        for _ in 0..repeat_runs {
+            append_turn(self.transcript, appended)?;
+            appended += 1;
+            for (i, tool) in tools.iter().enumerate() {
+                let sample = self.stop(*tool, "repeat")?;
+                rss[i] = rss[i].max(sample.max_rss_kib);
+                cold[i].push(sample.wall);
             }
         }
         Ok(Row {
@@ -589,6 +607,8 @@ impl Bench<'_> {
             py_first: Timing::of(&mut first[1]),
             ml_repeat: Timing::of(&mut repeat[0]),
             py_repeat: Timing::of(&mut repeat[1]),
+            ml_cold: Timing::of(&mut cold[0]),
+            py_cold: Timing::of(&mut cold[1]),
             ml_rss_kib: rss[0],
             py_rss_kib: rss[1],
         })
@@ -638,6 +658,16 @@ fn print_table(rows: &[Row]) {
         "{out}(whole-process wall times, best of the runs with the median in brackets; ratios \
          compare the bests; peak RSS is the maximum over all runs)"
     );
+    println!("\nrepeat checks with the two programs taking turns (caches cooled by the other):");
+    for row in rows {
+        println!(
+            "  {} MB: python {}, memloop {}, {:.0}x",
+            row.size_mb,
+            timing(row.py_cold),
+            timing(row.ml_cold),
+            ratio(row.py_cold.best, row.ml_cold.best)
+        );
+    }
 }
 
 fn check_targets(rows: &[Row]) -> anyhow::Result<()> {
