@@ -258,6 +258,32 @@ fn kimi(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         );
     }
     // doctor does not read mcp.json: one prompt shows which MCP tools Kimi really loaded.
+    let (offered, report) = kimi_offers_memory(ctx, sb)?;
+    if !offered {
+        bail!("after the upgrade Kimi offered no mcp__memory__memory_store\n{report}");
+    }
+    // Control: with the `streamable-http` entry put back, Kimi Code drops every file-declared
+    // server, memloop's included (research/kimi.md section 2), which is why it is migrated.
+    let user_mcp = sb.kimi_home.join("mcp.json");
+    let upgraded = std::fs::read_to_string(&user_mcp)?;
+    write(
+        &user_mcp,
+        &upgraded.replace("\"http\"", "\"streamable-http\""),
+    )?;
+    let (offered, report) = kimi_offers_memory(ctx, sb)?;
+    write(&user_mcp, &upgraded)?;
+    if offered {
+        bail!(
+            "control failed: Kimi offered memloop's tool although ~/.kimi-code/mcp.json holds a \
+             streamable-http entry; kimi-streamable-http may no longer be needed for this Kimi\n{report}"
+        );
+    }
+    Ok(())
+}
+
+/// Runs one `kimi -p` against a fake model: whether it offered `mcp__memory__memory_store`,
+/// and what to show when that was not what was expected.
+fn kimi_offers_memory(ctx: &Ctx, sb: &mut Sandbox) -> Result<(bool, String)> {
     agents::kimi_trust(sb)?;
     let fake = FakeModel::start(
         Dialect::OpenAi,
@@ -276,22 +302,19 @@ fn kimi(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         &["-p", "Say hello.", "--output-format", "stream-json"],
         ctx.timeout,
     )?;
-    expect(out.success(), "`kimi -p` failed after the upgrade", &out)?;
+    expect(out.success(), "`kimi -p` failed", &out)?;
     let calls = fake.model_calls();
     let Some(first) = calls.first() else {
         bail!("Kimi sent no request to the fake model\n{}", out.report());
     };
     let conv = first.conversation(Dialect::OpenAi);
     let names: Vec<&str> = conv.tools.iter().map(|t| t.name.as_str()).collect();
-    if !names.contains(&"mcp__memory__memory_store") {
-        let log =
-            std::fs::read_to_string(sb.kimi_home.join("logs/kimi-code.log")).unwrap_or_default();
-        let mcp: Vec<&str> = log.lines().filter(|l| l.contains("mcp")).collect();
-        bail!(
-            "after the upgrade Kimi offered no mcp__memory__memory_store (tools: {})\nKimi's log about MCP:\n{}",
-            names.join(", "),
-            super::proc::tail(&mcp.join("\n"), 4000)
-        );
-    }
-    Ok(())
+    let log = std::fs::read_to_string(sb.kimi_home.join("logs/kimi-code.log")).unwrap_or_default();
+    let mcp: Vec<&str> = log.lines().filter(|l| l.contains("mcp")).collect();
+    let report = format!(
+        "tools offered: {}\nKimi's log about MCP:\n{}",
+        names.join(", "),
+        super::proc::tail(&mcp.join("\n"), 4000)
+    );
+    Ok((names.contains(&"mcp__memory__memory_store"), report))
 }
