@@ -15,9 +15,10 @@ pub fn home_dir() -> anyhow::Result<PathBuf> {
 
 /// `$XDG_STATE_HOME/memloop`, else `~/.local/state/memloop`: per user, never a shared temp dir.
 pub fn state_dir() -> anyhow::Result<PathBuf> {
-    let base = match std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
-        None => home_dir()?.join(".local/state"),
+    let base = match std::env::var_os("XDG_STATE_HOME").map(PathBuf::from) {
+        // The XDG spec says relative values are invalid and must be ignored.
+        Some(dir) if dir.is_absolute() => dir,
+        _ => home_dir()?.join(".local/state"),
     };
     Ok(base.join("memloop"))
 }
@@ -33,20 +34,35 @@ pub fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes through a temporary file in the same folder and renames it into place, keeping the
+/// Writes durably through a temporary file in the same folder renamed into place, keeping the
 /// permissions of the file it replaces: a crash leaves the old bytes or the new, never half.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    write_atomic_with(path, bytes, true)
+}
+
+/// Like [`write_atomic`]; without `durable` the data may reach the disk after the rename, which
+/// suits derived files (caches) that are rebuilt when lost. The temporary file is named
+/// `.<name>.<random>.tmp`, so scans can skip a crashed writer's leftover.
+pub fn write_atomic_with(path: &Path, bytes: &[u8], durable: bool) -> anyhow::Result<()> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     fs_err::create_dir_all(dir)?;
     let mut temp = tempfile::Builder::new()
-        .prefix(".memloop-")
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
         .tempfile_in(dir)
         .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-    temp.write_all(bytes)?;
-    temp.as_file().sync_all()?;
+    temp.write_all(bytes)
+        .with_context(|| format!("cannot write {}", temp.path().display()))?;
+    if durable {
+        temp.as_file().sync_all()?;
+    }
     if let Ok(meta) = std::fs::metadata(path) {
         fs_err::set_permissions(temp.path(), meta.permissions())?;
     } else {
@@ -59,4 +75,42 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     temp.persist(path)
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
+}
+
+/// Whether a file name is one of [`write_atomic_with`]'s temporary files.
+pub fn is_temp_name(name: &str) -> bool {
+    name.starts_with('.') && name.ends_with(".tmp")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_keeps_permissions_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.md");
+        write_atomic(&path, b"one").unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        write_atomic_with(&path, b"two", false).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "two");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(
+                std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+                0o600
+            );
+        }
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["a.md"]);
+        assert!(is_temp_name(".a.md.Xy12ab.tmp") && !is_temp_name("a.md"));
+    }
 }

@@ -1,10 +1,9 @@
-//! The crash-safety and concurrency primitives: one write lock per repository and atomic file
-//! replacement. A reader never takes the lock: every file it can see was renamed into place
-//! complete, so it reads either the old or the new bytes, never half of a write.
+//! The concurrency primitives: one write lock per repository, ids and timestamps. Files are
+//! replaced with `crate::files::write_atomic_with`, so a reader never takes the lock: every file
+//! it can see was renamed into place complete, old bytes or new, never half of a write.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::fs::{File, OpenOptions};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -50,43 +49,6 @@ impl Drop for WriteLock {
     fn drop(&mut self) {
         let _ = self.file.unlock();
     }
-}
-
-/// Temporary files are dot-files ending in `.tmp` beside their target: scans skip them and
-/// `.memloop/.gitignore` keeps a crashed writer's leftover out of commits.
-pub fn is_temp_name(name: &str) -> bool {
-    name.starts_with('.') && name.ends_with(".tmp")
-}
-
-/// Replaces `path` with `bytes` so that a crash at any point leaves either the old file or the
-/// new one. With `durable`, the data reaches the disk before the rename, so after a power loss
-/// the name never points at missing data; derived files skip that cost, they are rebuilt.
-pub fn write_atomic(path: &Path, bytes: &[u8], durable: bool) -> anyhow::Result<()> {
-    let dir = path
-        .parent()
-        .context("a file to write has a parent folder")?;
-    let name = path
-        .file_name()
-        .context("a file to write has a name")?
-        .to_string_lossy();
-    let temp: PathBuf = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut file =
-            File::create(&temp).with_context(|| format!("could not create {}", temp.display()))?;
-        if let Ok(old) = fs::metadata(path) {
-            // A reviewer may have made the file read-only for the group; keep what they chose.
-            let _ = file.set_permissions(old.permissions());
-        }
-        file.write_all(bytes)
-            .and_then(|()| if durable { file.sync_data() } else { Ok(()) })
-            .with_context(|| format!("could not write {}", temp.display()))?;
-        fs::rename(&temp, path)
-            .with_context(|| format!("could not move {} to {}", temp.display(), path.display()))
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&temp);
-    }
-    result
 }
 
 /// Milliseconds since the Unix epoch.
@@ -160,20 +122,6 @@ mod tests {
         assert!(id.starts_with("n-20261130-095501-"), "{id}");
         assert_eq!(id.len(), "n-20261130-095501-7f3a9c".len());
         assert_ne!(new_id("n", millis), new_id("n", millis));
-    }
-
-    #[test]
-    fn atomic_write_replaces_and_leaves_no_temp() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("a.md");
-        write_atomic(&path, b"one", true).unwrap();
-        write_atomic(&path, b"two", false).unwrap();
-        assert_eq!(fs::read_to_string(&path).unwrap(), "two");
-        let names: Vec<_> = fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names, ["a.md"]);
     }
 
     #[test]

@@ -14,9 +14,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 
-use super::files::{WriteLock, is_temp_name, new_id, now_millis, timestamp, write_atomic};
+use super::files::{WriteLock, new_id, now_millis, timestamp};
 use super::record::{Note, Record, Route};
 use super::search::{Index, Slot, query_terms};
+use crate::files::{is_temp_name, write_atomic_with as write_atomic};
 
 pub const MEMLOOP_DIR: &str = ".memloop";
 const CACHE_VERSION: u32 = 1;

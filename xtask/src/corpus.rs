@@ -275,12 +275,13 @@ fn check(
     if left == original {
         tally.surgical_exact += 1;
     } else {
-        let diff = similar::TextDiff::from_lines(
-            &String::from_utf8_lossy(original).into_owned(),
-            &String::from_utf8_lossy(&left).into_owned(),
-        )
-        .unified_diff()
-        .to_string();
+        let (before, after) = (
+            String::from_utf8_lossy(original),
+            String::from_utf8_lossy(&left),
+        );
+        let diff = similar::TextDiff::from_lines(before.as_ref(), after.as_ref())
+            .unified_diff()
+            .to_string();
         tally.surgical_kept.push(format!("{rel}:\n{diff}"));
     }
     Ok(())
