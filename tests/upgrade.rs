@@ -424,3 +424,21 @@ fn every_migration_has_a_case_that_applies_it() {
         );
     }
 }
+
+#[test]
+fn list_names_every_migration_with_its_range() {
+    let out = Command::new(env!("CARGO_BIN_EXE_memloop"))
+        .args(["upgrade", "--list"])
+        .env_clear()
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for migration in memloop::upgrade::MIGRATIONS {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(migration.id))
+            .unwrap_or_else(|| panic!("--list lacks {}:\n{stdout}", migration.id));
+        assert!(line.contains(&migration.range.to_string()), "{line}");
+    }
+}

@@ -297,6 +297,31 @@ mod tests {
     }
 
     #[test]
+    fn a_rewrite_that_leaves_its_finding_is_a_bug_not_a_silent_success() {
+        let (dir, repo) = world(&[]);
+        let home = dir.path().join("home");
+        let env = env(&home, &repo, true);
+        let broken = Migration {
+            id: "memloop-broken",
+            agent: None,
+            range: Range::Any,
+            about: "finds something and changes nothing",
+            detect: |_, _| Ok(vec!["always".into()]),
+            rewrite: |_, _| Ok(()),
+        };
+        let mut files = Files::new(&repo.root, &home);
+        match run_one(&env, &broken, &mut files) {
+            Err(PlanError::Other(err)) => {
+                assert!(err.to_string().contains("did not converge"), "{err}")
+            }
+            other => panic!(
+                "expected a bug report, got {:?}",
+                other.map(|a| a.map(|a| a.id))
+            ),
+        }
+    }
+
+    #[test]
     fn an_unparsable_file_is_refused_with_its_position() {
         let (dir, repo) = world(&[("home/.kimi/config.toml", "[[hooks]\nevent = 1\n")]);
         let err = pending_in(&env(&dir.path().join("home"), &repo, true)).unwrap_err();
