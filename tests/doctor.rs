@@ -74,13 +74,13 @@ impl Sandbox {
     }
 
     /// Adds an executable script to `bin/`.
-    pub fn script(&self, name: &str, body: &str) {
+    fn script(&self, name: &str, body: &str) {
         let path = self.bin.join(name);
         std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
         make_executable(&path);
     }
 
-    pub fn path_var(&self) -> String {
+    fn path_var(&self) -> String {
         let mut path = self.bin.display().to_string();
         if self.memloop_on_path {
             path = format!("{path}:{}", self.memloop_dir.display());
@@ -88,7 +88,7 @@ impl Sandbox {
         path
     }
 
-    pub fn command(&self, args: &[&str]) -> Command {
+    fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_memloop"));
         cmd.args(args)
             .current_dir(&self.repo)
@@ -100,12 +100,19 @@ impl Sandbox {
         cmd
     }
 
-    pub fn run(&self, args: &[&str]) -> Output {
+    fn run(&self, args: &[&str]) -> Output {
         self.command(args).output().unwrap()
     }
 
-    pub fn init(&self, agents: &str, extra: &[String]) {
-        let mut args = vec!["init", "--yes", "--agents", agents, "--user-scope"];
+    fn init(&self, agents: &str, extra: &[String]) {
+        self.init_with(agents, extra, true);
+    }
+
+    fn init_with(&self, agents: &str, extra: &[String], user_scope: bool) {
+        let mut args = vec!["init", "--yes", "--agents", agents];
+        if user_scope {
+            args.push("--user-scope");
+        }
         args.extend(extra.iter().map(String::as_str));
         let out = self.run(&args);
         assert!(
@@ -117,7 +124,7 @@ impl Sandbox {
     }
 
     /// Pre-trusts the repository for Kimi Code, as answering "Trust" does.
-    pub fn trust_for_kimi(&self) {
+    fn trust_for_kimi(&self) {
         let key = memloop::doctor::kimi::trust_key(&self.repo);
         let dir = self.home.join(".kimi-code/workspace-trust");
         std::fs::create_dir_all(&dir).unwrap();
@@ -157,6 +164,9 @@ struct Case {
     remove: Vec<String>,
     #[serde(default = "yes")]
     memloop_on_path: bool,
+    /// `memloop init --user-scope` (consent to write the user's agent config).
+    #[serde(default = "yes")]
+    user_scope: bool,
     /// Create Kimi Code's trust file for the repository.
     #[serde(default)]
     trust: bool,
@@ -235,7 +245,7 @@ fn run_case(dir: &Path) -> Result<(), String> {
         make_executable(&entry.unwrap().path());
     }
     if case.base == "installed" {
-        sandbox.init(&case.agents, &case.init_args);
+        sandbox.init_with(&case.agents, &case.init_args, case.user_scope);
     }
     let root = std::fs::canonicalize(sandbox.temp.path()).unwrap();
     for rel in &case.remove {

@@ -83,13 +83,21 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
 /// its own fix.
 fn fix(repo: &mut Repo, report: Report, options: &Options) -> anyhow::Result<Report> {
     if !report.findings.iter().any(|f| f.sync_fixes) {
-        return Ok(report);
+        return Ok(Report {
+            fix_ran: true,
+            ..report
+        });
     }
     let _lock = Lock::acquire(&repo.root)?;
     let changes = match repo.plan(Mode::Install, false) {
         Ok((changes, _)) => changes,
         // Unparsable files stay reported as they are; nothing is written.
-        Err(_) => return Ok(report),
+        Err(_) => {
+            return Ok(Report {
+                fix_ran: true,
+                ..report
+            });
+        }
     };
     super::sync::check_conflicts(repo, &changes)?;
     apply(&changes, &mut repo.state)?;
@@ -101,5 +109,6 @@ fn fix(repo: &mut Repo, report: Report, options: &Options) -> anyhow::Result<Rep
         .collect();
     let mut after = doctor::examine(repo, options);
     after.fixed = fixed;
+    after.fix_ran = true;
     Ok(after)
 }

@@ -490,6 +490,14 @@ fn mcp_json(d: &mut Doctor) {
 /// approve, `disabledMcpjsonServers` rejects (and beats both).
 fn approval(d: &mut Doctor, settings: &[Settings], user: Option<&JsonFile>) {
     let name = d.ctx.server.name.clone();
+    // Only a server that `.mcp.json` holds needs approval (the drift check reports a missing one).
+    let listed = JsonFile::load(&d.repo.root.join(".mcp.json"), ".mcp.json", Dialect::Strict)
+        .ok()
+        .flatten()
+        .is_some_and(|f| f.get(&["mcpServers", &name]).is_some());
+    if !listed {
+        return;
+    }
     let mut files: Vec<&JsonFile> = settings.iter().map(|s| &s.file).collect();
     files.extend(user);
     let lists = |key: &str| {

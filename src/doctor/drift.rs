@@ -174,10 +174,22 @@ fn symlink_state(before: &Content, link: &str) -> State {
 /// memloop's whole files start with `// memloop <what> v<N>`.
 fn whole_state(before: &Content, content: &str) -> State {
     let header = |text: &str| text.lines().next().unwrap_or("").to_owned();
+    // `// memloop opencode plugin v1`: the number after the last `v`.
+    let version =
+        |text: &str| -> Option<u32> { header(text).rsplit_once(" v")?.1.trim().parse().ok() };
     let what = "the memloop OpenCode plugin".to_owned();
     let drift = match before {
         Content::Missing => Drift::Missing,
         Content::File { text } if text == content => Drift::Current,
+        // A newer memloop's plugin is its own business (the version check warns about it).
+        Content::File { text }
+            if header(text).starts_with("// memloop ")
+                && version(text)
+                    .zip(version(content))
+                    .is_some_and(|(theirs, ours)| theirs > ours) =>
+        {
+            Drift::Current
+        }
         Content::File { text }
             if header(text) != header(content) && header(text).starts_with("// memloop ") =>
         {

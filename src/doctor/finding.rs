@@ -200,6 +200,8 @@ pub struct Report {
     pub findings: Vec<Finding>,
     /// Files `--fix` had sync write.
     pub fixed: Vec<String>,
+    /// `--fix` ran: what is left is what sync cannot fix.
+    pub fix_ran: bool,
 }
 
 /// Counts per severity.

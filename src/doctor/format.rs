@@ -45,6 +45,27 @@ pub fn text(report: &Report, strict: bool, color: bool) -> String {
     for file in &report.fixed {
         let _ = writeln!(out, "fixed by memloop sync: {file}");
     }
+    if report.fix_ran {
+        let left = report
+            .findings
+            .iter()
+            .filter(|f| matches!(f.severity, Severity::Warning | Severity::Error))
+            .count();
+        let _ = match (report.fixed.is_empty(), left) {
+            (_, 0) => writeln!(out, "memloop doctor --fix: nothing is left to fix"),
+            (true, n) => writeln!(
+                out,
+                "memloop doctor --fix: sync changed nothing; {n} problem{} below need{} you (each names its fix)",
+                plural(n),
+                if n == 1 { "s" } else { "" }
+            ),
+            (false, n) => writeln!(
+                out,
+                "memloop doctor --fix: {n} problem{} below sync cannot fix (each names its fix)",
+                plural(n)
+            ),
+        };
+    }
     for (group, findings) in report.grouped() {
         let heading = match report.agents.iter().find(|a| a.agent == group) {
             Some(status) => agent_heading(status),

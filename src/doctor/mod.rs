@@ -132,18 +132,24 @@ impl Doctor<'_> {
         self.report.push(finding);
     }
 
-    /// A file that cannot be read or parsed: the agent drops it (or refuses to start).
+    /// A file that cannot be read or parsed: the agent drops it (or refuses to start). Reported
+    /// once per file: a later, more specific check replaces the drift check's generic finding.
     pub fn refused(&mut self, group: impl Into<Group>, check: &str, refusal: &Refusal) {
         let line = refusal.line.map(|(line, _)| line);
         let position = refusal
             .line
             .map(|(_, col)| format!(" (column {col})"))
             .unwrap_or_default();
-        self.push(
-            Finding::error(group, check, format!("{}{position}", refusal.problem))
-                .at(&refusal.file, line)
-                .fix(refusal.hint.clone()),
-        );
+        let finding = Finding::error(group, check, format!("{}{position}", refusal.problem))
+            .at(&refusal.file, line)
+            .fix(refusal.hint.clone());
+        let earlier = self.report.findings.iter().position(|f| {
+            f.id.ends_with(".parse") && f.file == finding.file && f.line == finding.line
+        });
+        match earlier {
+            Some(index) => self.report.findings[index] = finding,
+            None => self.push(finding),
+        }
     }
 
     /// The command that makes sync write the user's files too, when this machine has not agreed.
@@ -326,12 +332,15 @@ fn upgrade(d: &mut Doctor) {
             format!("upgrade available: {}", ids.join(", ")),
         )
         .fix("run `memloop upgrade --dry-run` to see the changes, then `memloop upgrade`"),
-        Err(err) => Finding::warning(
+        // The unreadable file is reported by its own check already.
+        Err(err) => Finding::info(
             Group::Memloop,
             "upgrade",
-            format!("could not check for migrations: {err:#}"),
-        )
-        .fix("fix the file named above, then run `memloop doctor` again"),
+            format!(
+                "could not check for migrations: {}",
+                format!("{err:#}").lines().next().unwrap_or_default()
+            ),
+        ),
     };
     d.push(finding);
 }

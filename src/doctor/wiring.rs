@@ -86,8 +86,34 @@ fn on_path(d: &mut Doctor) {
     }
 }
 
-/// A managed block with a higher format version than this memloop knows came from a newer one.
+/// The `vN` of a `// memloop opencode plugin vN` first line.
+fn plugin_version(text: &str) -> Option<u32> {
+    text.lines()
+        .next()?
+        .strip_prefix("// memloop opencode plugin v")?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// A managed block or plugin with a higher format version than this memloop knows came from a
+/// newer one.
 fn newer_writer(d: &mut Doctor) {
+    let ours = plugin_version(crate::gate::OPENCODE_PLUGIN).unwrap_or(0);
+    let plugin = crate::agents::opencode::PLUGIN_PATH;
+    if let Ok(text) = std::fs::read_to_string(d.repo.root.join(plugin))
+        && let Some(theirs) = plugin_version(&text).filter(|v| *v > ours)
+    {
+        d.push(
+            Finding::warning(
+                Group::Memloop,
+                "version",
+                format!("{plugin} was written by a newer memloop (plugin v{theirs}, this one writes v{ours})"),
+            )
+            .at(plugin, Some(1))
+            .fix("update memloop on this machine and in CI"),
+        );
+    }
     for name in ["CLAUDE.md", "AGENTS.md"] {
         let Ok(text) = std::fs::read_to_string(d.repo.root.join(name)) else {
             continue;
