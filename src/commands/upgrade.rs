@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::{EXIT_DRIFT, Repo, refused, report};
-use crate::engine::Content;
 use crate::engine::apply::{Lock, apply};
+use crate::engine::{Content, PlanError};
 use crate::upgrade::{self, Applied, Env, MIGRATIONS, version};
 
 #[derive(Debug, clap::Args)]
@@ -37,13 +37,24 @@ pub fn run(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
         Some(Lock::acquire(&repo.root)?)
     };
     let installed = version::installed;
-    let plan = {
-        let env = Env::new(&repo, args.user_scope, &installed)?;
-        match upgrade::plan(&env) {
-            Ok(plan) => plan,
-            Err(err) => return refused(err),
-        }
+    let plan_with = |consent: bool| -> anyhow::Result<Result<upgrade::Plan, PlanError>> {
+        let env = Env::new(&repo, consent, &installed)?;
+        Ok(upgrade::plan(&env))
     };
+    let mut plan = match plan_with(args.user_scope)? {
+        Ok(plan) => plan,
+        Err(err) => return refused(err),
+    };
+    if args.dry_run && !plan.held.is_empty() {
+        // Show what the held migrations would change too; they stay marked as held.
+        let held = std::mem::take(&mut plan.held);
+        plan = match plan_with(true)? {
+            Ok(full) => full,
+            Err(err) => return refused(err),
+        };
+        plan.applied.retain(|a| !held.iter().any(|h| h.id == a.id));
+        plan.held = held;
+    }
     let verb = if args.dry_run {
         "memloop upgrade --dry-run"
     } else {
