@@ -342,12 +342,16 @@ pub fn trust_key(dir: &Path) -> String {
         .file_name()
         .map(|n| n.to_string_lossy().to_lowercase())
         .unwrap_or_default();
+    // Each run of other characters becomes one `-` (a `-` of the name itself stays).
     let mut slug = String::new();
+    let mut in_run = false;
     for c in base.chars() {
         if c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-') {
             slug.push(c);
-        } else if !slug.ends_with('-') {
+            in_run = false;
+        } else if !in_run {
             slug.push('-');
+            in_run = true;
         }
     }
     let mut slug: String = slug.trim_matches('-').chars().take(40).collect();
@@ -499,5 +503,29 @@ fn mcp_json(d: &mut Doctor, path: &Path, display: &str, flavor: KimiFlavor) {
         d.push(
             Finding::ok(AGENT, "transport", "every server sets a valid `transport`").file(display),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trust_key_slugs_runs_and_hashes_the_whole_path() {
+        let key = trust_key(Path::new("/home/me/My Project!!"));
+        assert!(key.starts_with("wd_my-project_"), "{key}");
+        assert_eq!(key.len(), "wd_my-project_".len() + 12);
+        assert!(trust_key(Path::new("/w/a-@b")).starts_with("wd_a--b_"));
+        assert!(trust_key(Path::new("/")).starts_with("wd_workspace_"));
+        assert_ne!(trust_key(Path::new("/a/x")), trust_key(Path::new("/b/x")));
+    }
+
+    #[test]
+    fn regex_check_follows_javascript_where_rust_is_narrower() {
+        assert!(invalid_regex("*").is_some());
+        assert!(invalid_regex("(").is_some());
+        assert!(invalid_regex("Bash|Edit").is_none());
+        assert!(invalid_regex("^(?!Read).*").is_none());
+        assert!(invalid_regex("(a)\\1").is_none());
     }
 }
