@@ -122,10 +122,10 @@ fn plural(n: usize) -> &'static str {
 fn agent_heading(status: &AgentStatus) -> String {
     let name = status.agent.as_str();
     match (status.enabled, &status.version, status.installed) {
-        (false, _, _) => format!("{name} (not enabled in memloop.toml)"),
-        (true, Some(version), _) => format!("{name} ({version})"),
-        (true, None, true) => format!("{name} (version unknown)"),
-        (true, None, false) => format!("{name} (not installed)"),
+        (false, _, _) => format!("{name}: not enabled in memloop.toml"),
+        (true, Some(version), _) => format!("{name}: {version}"),
+        (true, None, true) => format!("{name}: version unknown"),
+        (true, None, false) => format!("{name}: not installed"),
     }
 }
 

@@ -297,3 +297,27 @@ fn kimi(d: &mut Doctor, program: &Path, agent: &Agent) {
     };
     d.push(finding);
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn redacted_strings_match_and_everything_else_must_be_equal() {
+        let wanted = json!({"type": "remote", "url": "https://m.test/", "headers": {"Authorization": "Bearer {env:T}"}});
+        let resolved = json!({"type": "remote", "url": "https://m.test/", "headers": {"Authorization": "***"}, "enabled": true});
+        assert!(matches_redacted(&wanted, &resolved));
+        let other = json!({"type": "remote", "url": "https://other.test/", "headers": {"Authorization": "***"}});
+        assert!(!matches_redacted(&wanted, &other));
+        assert!(!matches_redacted(
+            &json!({"command": ["a", "b"]}),
+            &json!({"command": ["a"]})
+        ));
+        assert!(!matches_redacted(
+            &json!({"enabled": true}),
+            &json!({"enabled": "***"})
+        ));
+    }
+}
