@@ -63,6 +63,9 @@ pub fn check(d: &mut Doctor) {
             trust(d);
         }
     }
+    if flavor == KimiFlavor::Code {
+        claude_file(d);
+    }
     let root = d.repo.root.clone();
     match flavor {
         KimiFlavor::Code => mcp_json(
@@ -396,6 +399,39 @@ fn trust(d: &mut Doctor) {
                 dir.display()
             )),
         );
+    }
+}
+
+/// Kimi Code also loads the project's `.mcp.json` (Claude Code's file): an entry it cannot read
+/// there drops every MCP server too.
+fn claude_file(d: &mut Doctor) {
+    let Ok(Some(file)) =
+        JsonFile::load(&d.repo.root.join(".mcp.json"), ".mcp.json", Dialect::Strict)
+    else {
+        return; // a parse error is reported by the file's own check
+    };
+    let Some(servers) = file.value.get("mcpServers").and_then(Value::as_object) else {
+        return;
+    };
+    for (name, entry) in servers {
+        let command = entry
+            .get("command")
+            .and_then(Value::as_str)
+            .is_some_and(|c| !c.is_empty());
+        let url = entry.get("url").and_then(Value::as_str).is_some();
+        if !command && !url {
+            d.push(
+                Finding::error(
+                    AGENT,
+                    "transport",
+                    format!(
+                        "mcpServers.{name} has neither `command` nor `url`: Kimi Code reads .mcp.json too and drops every MCP server for it"
+                    ),
+                )
+                .at(".mcp.json", file.line(&[Step::Key("mcpServers"), Step::Key(name)]))
+                .fix("give the entry a `command` (stdio) or a `url` (http), or remove it"),
+            );
+        }
     }
 }
 

@@ -272,9 +272,6 @@ fn config_summary(d: &mut Doctor) {
         d.repo.config.layout.as_str()
     );
     d.push(Finding::ok(Group::Memloop, "config", message).file(crate::config::FILE_NAME));
-    for skipped in d.wanted.skipped.clone() {
-        d.push(Finding::info(Group::Memloop, "user-scope", skipped));
-    }
 }
 
 fn installed(d: &mut Doctor) {
