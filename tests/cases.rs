@@ -267,8 +267,8 @@ fn run_case(case: &Path) -> Vec<String> {
     let mut repo_after = snapshot(&sandbox.repo);
     repo_after.remove(Path::new("memloop.toml"));
     // An install that memloop did not record on this machine is removed surgically; such cases
-    // say what is left in `after-uninstall/`.
-    let restored = if case.join("after-uninstall").exists() {
+    // say what is left in `after-uninstall/` (absent: nothing is left).
+    let restored = if spec.uninstall_without_state {
         case.join("after-uninstall")
     } else {
         case.join("in")
