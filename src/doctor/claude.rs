@@ -544,10 +544,18 @@ fn approval(d: &mut Doctor, settings: &[Settings], user: Option<&JsonFile>) {
         );
         return;
     }
+    // Approval is a person's answer on their machine: where Claude Code is not installed (CI),
+    // it is only worth knowing.
+    let severity = if d.agent(AGENT).installed() {
+        super::Severity::Warning
+    } else {
+        super::Severity::Info
+    };
     d.push(
-        Finding::warning(
+        Finding::new(
             AGENT,
             "approval",
+            severity,
             format!(
                 "the project server `{name}` is pending approval: interactive Claude Code asks before starting it (`claude -p` starts it without asking)"
             ),

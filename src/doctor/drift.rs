@@ -32,7 +32,14 @@ const SERVER_KEYS: &[&str] = &[
 ];
 
 pub fn check(d: &mut Doctor) {
-    let targets = d.wanted.targets.clone();
+    // The user's files matter only where their agent runs (CI has neither).
+    let targets: Vec<Target> = d
+        .wanted
+        .targets
+        .iter()
+        .filter(|t| t.scope == Scope::Project || t.agents.iter().any(|a| d.agent(*a).installed()))
+        .cloned()
+        .collect();
     for target in &targets {
         let originals = |path: &Path| d.repo.state.original(path);
         match engine::plan(
