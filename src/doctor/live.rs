@@ -75,15 +75,41 @@ pub fn run(program: &Path, args: &[&str], cwd: &Path, timeout: Duration) -> Resu
     })
 }
 
-/// The first few non-empty lines of a text, joined for a one-line message.
+/// The first few non-empty lines of a text, joined for a one-line message (terminal colours
+/// removed).
 pub fn excerpt(text: &str, lines: usize) -> String {
-    let picked: Vec<&str> = text
+    let plain = strip_ansi(text);
+    let picked: Vec<&str> = plain
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .take(lines)
         .collect();
     picked.join(" | ")
+}
+
+/// `exit 1`, or how else a process ended.
+fn exit_text(code: Option<i32>) -> String {
+    code.map_or_else(|| "killed by a signal".to_owned(), |c| format!("exit {c}"))
+}
+
+/// Removes ANSI escape sequences (`ESC [ ... letter`).
+pub fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' && chars.peek() == Some(&'[') {
+            chars.next();
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 pub fn check(d: &mut Doctor) {
@@ -130,8 +156,8 @@ fn claude(d: &mut Doctor, program: &Path) {
             AgentId::Claude,
             "live",
             format!(
-                "`{shown}` failed (exit {:?}): {}",
-                out.code,
+                "`{shown}` failed ({}): {}",
+                exit_text(out.code),
                 excerpt(&all, 3)
             ),
         )
@@ -196,9 +222,10 @@ fn opencode(d: &mut Doctor, program: &Path, agent: &Agent) {
         }
     };
     if out.code != Some(0) {
-        let arrows: Vec<&str> = out
-            .stderr
+        let stderr = strip_ansi(&out.stderr);
+        let arrows: Vec<&str> = stderr
             .lines()
+            .map(str::trim)
             .filter(|l| l.contains('↳') || l.contains("Error"))
             .collect();
         let why = if arrows.is_empty() {
@@ -288,9 +315,9 @@ fn kimi(d: &mut Doctor, program: &Path, agent: &Agent) {
             AgentId::Kimi,
             "live",
             format!(
-                "`{shown}` failed (exit {:?}): {}",
-                out.code,
-                excerpt(&all, 4)
+                "`{shown}` failed ({}): {}",
+                exit_text(out.code),
+                excerpt(&all, 12)
             ),
         )
         .fix(format!("run `{shown}` and fix what it names"))
