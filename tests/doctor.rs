@@ -170,6 +170,9 @@ struct Case {
     /// Create Kimi Code's trust file for the repository.
     #[serde(default)]
     trust: bool,
+    /// Record Claude Code's accepted trust dialog for the repository in `~/.claude.json`.
+    #[serde(default)]
+    claude_trust: bool,
     #[serde(default)]
     env: BTreeMap<String, String>,
     /// Leave the format to memloop (no `--format json` added).
@@ -260,6 +263,10 @@ fn run_case(dir: &Path) -> Result<(), String> {
     copy_tree(&dir.join("home"), &sandbox.home);
     if case.trust {
         sandbox.trust_for_kimi();
+    }
+    if case.claude_trust {
+        let config = serde_json::json!({"projects": {sandbox.repo.display().to_string(): {"hasTrustDialogAccepted": true}}});
+        std::fs::write(sandbox.home.join(".claude.json"), config.to_string()).unwrap();
     }
     sandbox.memloop_on_path = case.memloop_on_path;
     let mut args = vec!["doctor".to_owned()];

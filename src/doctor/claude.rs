@@ -523,34 +523,64 @@ fn approval(d: &mut Doctor, settings: &[Settings], user: Option<&JsonFile>) {
         );
         return;
     }
-    let all = files
-        .iter()
-        .copied()
-        .find(|f| f.value.get("enableAllProjectMcpServers") == Some(&Value::Bool(true)));
-    if let Some(file) = lists("enabledMcpjsonServers").or(all) {
-        let committed = file.display == ".claude/settings.json";
-        let note = if committed {
-            " (from the committed .claude/settings.json, which Claude Code 2.1.196+ honours only once the folder is trusted)"
-        } else {
-            ""
-        };
-        d.push(
-            Finding::ok(
-                AGENT,
-                "approval",
-                format!("the project server `{name}` is approved{note}"),
-            )
-            .file(&file.display),
-        );
-        return;
-    }
     // Approval is a person's answer on their machine: where Claude Code is not installed (CI),
-    // it is only worth knowing.
+    // a missing one is only worth knowing.
     let severity = if d.agent(AGENT).installed() {
         super::Severity::Warning
     } else {
         super::Severity::Info
     };
+    let approves = |f: &&JsonFile| {
+        f.value
+            .get("enabledMcpjsonServers")
+            .and_then(Value::as_array)
+            .is_some_and(|names| names.iter().any(|n| n.as_str() == Some(name.as_str())))
+            || f.value.get("enableAllProjectMcpServers") == Some(&Value::Bool(true))
+    };
+    // The user's own settings approve anywhere; the repository's files (committed or local) only
+    // once the folder is trusted (Claude Code 2.1.196+ for settings.json, 2.1.207+ for the local one).
+    if let Some(file) = user.filter(|f| approves(f)) {
+        d.push(
+            Finding::ok(
+                AGENT,
+                "approval",
+                format!("the project server `{name}` is approved"),
+            )
+            .file(&file.display),
+        );
+        return;
+    }
+    if let Some(file) = files.iter().copied().find(|f| approves(f)) {
+        let trusted = trusted_folder(d);
+        let needs_trust = d.agent(AGENT).at_least(&[2, 1, 196]).unwrap_or(true);
+        if trusted || !needs_trust {
+            d.push(
+                Finding::ok(
+                    AGENT,
+                    "approval",
+                    format!("the project server `{name}` is approved"),
+                )
+                .file(&file.display),
+            );
+        } else {
+            d.push(
+                Finding::new(
+                    AGENT,
+                    "approval",
+                    severity,
+                    format!(
+                        "the project server `{name}` is approved in {}, but Claude Code honours a repository's approval only once the folder is trusted, and this one is not yet",
+                        file.display
+                    ),
+                )
+                .file(&file.display)
+                .fix(format!(
+                    "run `claude` here once and accept the trust dialog, or approve it for yourself with \"enabledMcpjsonServers\": [\"{name}\"] in ~/.claude/settings.json"
+                )),
+            );
+        }
+        return;
+    }
     d.push(
         Finding::new(
             AGENT,
@@ -565,4 +595,29 @@ fn approval(d: &mut Doctor, settings: &[Settings], user: Option<&JsonFile>) {
             "run `claude` here and approve `{name}`, or add \"enabledMcpjsonServers\": [\"{name}\"] to .claude/settings.local.json"
         )),
     );
+}
+
+/// Whether the user accepted Claude Code's trust dialog for this repository
+/// (`projects["<root>"].hasTrustDialogAccepted` in `~/.claude.json` or `$CLAUDE_CONFIG_DIR/.claude.json`).
+fn trusted_folder(d: &Doctor) -> bool {
+    let config = std::env::var_os("CLAUDE_CONFIG_DIR")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| d.home().to_path_buf(), std::path::PathBuf::from)
+        .join(".claude.json");
+    let Ok(Some(file)) = JsonFile::load(&config, "~/.claude.json", Dialect::Jsonc) else {
+        return false;
+    };
+    let root = std::fs::canonicalize(&d.repo.root).unwrap_or_else(|_| d.repo.root.clone());
+    [
+        root.display().to_string(),
+        d.repo.root.display().to_string(),
+    ]
+    .iter()
+    .any(|key| {
+        file.value
+            .get("projects")
+            .and_then(|p| p.get(key))
+            .and_then(|p| p.get("hasTrustDialogAccepted"))
+            == Some(&Value::Bool(true))
+    })
 }
