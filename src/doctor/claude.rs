@@ -59,6 +59,14 @@ const EVENTS: &[&str] = &[
     "SessionEnd",
 ];
 
+/// Handler types and fields with the version that introduced them (changelog).
+const NEWER_HANDLERS: &[(&str, [u64; 3])] = &[
+    ("prompt", [2, 0, 30]),
+    ("http", [2, 1, 63]),
+    ("mcp_tool", [2, 1, 118]),
+    ("args", [2, 1, 139]),
+];
+
 /// From this version an unknown event skips only that entry, not the whole file.
 const TOLERANT_EVENTS: [u64; 3] = [2, 1, 101];
 
@@ -345,6 +353,25 @@ fn hooks(d: &mut Doctor, agent: &Agent, file: &JsonFile) {
                     );
                     continue;
                 };
+                let newer = NEWER_HANDLERS.iter().find(|(what, since)| {
+                    (*what == kind_name || handler.contains_key(*what))
+                        && agent
+                            .numbers()
+                            .is_some_and(|have| super::compare(&have, since).is_lt())
+                });
+                if let Some((what, since)) = newer {
+                    let since = since.map(|n| n.to_string()).join(".");
+                    wrong(
+                        d,
+                        format!(
+                            " uses `{what}`, which Claude Code {} does not know (added in {since})",
+                            agent.version.as_deref().unwrap_or_default()
+                        ),
+                        format!(
+                            "update Claude Code to {since} or later, or rewrite the handler without `{what}`"
+                        ),
+                    );
+                }
                 for field in required.iter().filter(|f| !handler.contains_key(**f)) {
                     wrong(
                         d,
