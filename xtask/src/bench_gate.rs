@@ -552,7 +552,7 @@ impl Bench<'_> {
 
     fn measure(&self, size_mb: u64, bytes: u64, runs: usize) -> anyhow::Result<Row> {
         // Fewer runs where Python takes seconds each.
-        let first_runs = if size_mb >= 50 { 5 } else { runs.min(9) };
+        let first_runs = if size_mb >= 50 { 9 } else { runs.min(9) };
         let repeat_runs = if size_mb >= 50 { 9 } else { runs };
         let mut rss = [0u64; 2];
         let mut first = [Vec::new(), Vec::new()];
