@@ -270,22 +270,40 @@ fn unknown_keys(
     map: &serde_json::Map<String, Value>,
     allowed: &[&str],
 ) {
-    for key in map.keys().filter(|k| !allowed.contains(&k.as_str())) {
+    let agent = d.agent(AGENT).clone();
+    // `cwd` (local) is kept from 1.18 on; older versions drop it (1.14) or refuse it (1.2).
+    let cwd_known = agent.at_least(&[1, 18]).unwrap_or(true);
+    let strict = agent.at_least(&[1, 14]) == Some(false);
+    let version = agent.version.as_deref().unwrap_or("this OpenCode");
+    for key in map
+        .keys()
+        .filter(|k| !allowed.contains(&k.as_str()) || (k.as_str() == "cwd" && !cwd_known))
+    {
         *problems += 1;
         let hint = match key.as_str() {
             "args" => "put the arguments into the `command` array",
             "env" => "rename it to `environment`",
+            "cwd" => "update OpenCode to 1.18 or later, or remove `cwd`",
             _ => "remove it",
         };
-        d.push(
+        let finding = if strict {
+            Finding::error(
+                AGENT,
+                "entry-shape",
+                format!(
+                    "{here}.{key} is not a field OpenCode {version} knows: it refuses to start"
+                ),
+            )
+        } else {
             Finding::warning(
                 AGENT,
                 "entry-shape",
-                format!("{here}.{key} is not an OpenCode field: 1.14+ drop it silently, 1.2.x refuse to start"),
+                format!(
+                    "{here}.{key} is not an OpenCode field: 1.14+ drop it silently, 1.2.x refuse to start"
+                ),
             )
-            .at(display, line)
-            .fix(hint),
-        );
+        };
+        d.push(finding.at(display, line).fix(hint));
     }
 }
 
