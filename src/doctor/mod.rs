@@ -6,6 +6,17 @@
 //! fragment memloop owns), one file per agent's whole-file checks (`claude`, `opencode`,
 //! `kimi`), `instructions` (the rules each agent reads), `wiring` (the gate's binary and
 //! secrets), `live` (asking the real agents) and `probe` (talking MCP to the memory server).
+//!
+//! Check ids (`<group>.<check>`, stable; the same id reports `ok` when the check passes):
+//! - memloop: `config`, `plan`, `drift` (files several agents read), `parse`, `agents-link`,
+//!   `on-path`, `version`, `upgrade`, `server-probe` (`--live`)
+//! - every agent: `installed`, `drift`, `parse`, `instructions`, `secrets`, `live` (`--live`)
+//! - claude: `settings-json`, `hooks-schema`, `hook-events`, `disable-all-hooks`, `mcp-type`,
+//!   `approval`, `import`
+//! - opencode: `config-json`, `twins`, `schema`, `entry-shape`, `command-array`,
+//!   `plugin-origins`, `plugin-file`, `gate-duplicate`
+//! - kimi: `config-toml`, `hooks`, `hooks-home`, `trust`, `transport`, `mcp-json`,
+//!   `agents-md-size`
 
 pub mod claude;
 pub mod drift;
