@@ -188,6 +188,10 @@ pub fn collect(state: &mut State, transcript: &Path, tools: &ToolSets) -> anyhow
     let mut file = state::open_log(transcript)?;
     let resume = Cursor::resume(state.cursors.first(), transcript, &mut file)
         .with_context(|| format!("cannot read {}", transcript.display()))?;
+    let verified = match resume {
+        Resume::At(_) => state.cursors.first().cloned(),
+        Resume::New | Resume::Restart => None,
+    };
     let offset = match resume {
         Resume::At(offset) => offset,
         Resume::New | Resume::Restart => {
@@ -198,7 +202,7 @@ pub fn collect(state: &mut State, transcript: &Path, tools: &ToolSets) -> anyhow
     let end = jsonl::read_rows(&file, offset, b"\"assistant\"", |row: Row| {
         apply(state, row, tools)
     })
-    .and_then(|end| Cursor::after(transcript, &mut file, end))
+    .and_then(|end| Cursor::after(transcript, &mut file, end, verified.as_ref()))
     .with_context(|| format!("cannot read {}", transcript.display()))?;
     state.cursors = vec![end];
     Ok(())

@@ -60,18 +60,35 @@ impl Cursor {
         Ok(Resume::At(saved.offset))
     }
 
-    /// The cursor to save after reading `file` up to `offset`.
-    pub fn after(path: &Path, file: &mut File, offset: u64) -> io::Result<Cursor> {
+    /// The cursor to save after reading `file` up to `offset`. `verified` is the saved cursor
+    /// when [`Cursor::resume`] just confirmed it: its head hash is reused when it covers the
+    /// same bytes, which spares re-reading and hashing them at every repeat check.
+    pub fn after(
+        path: &Path,
+        file: &mut File,
+        offset: u64,
+        verified: Option<&Cursor>,
+    ) -> io::Result<Cursor> {
         let meta = file.metadata()?;
         let (dev, ino) = identity(&meta);
         let head_len = offset.min(HEAD);
+        let head_hash = match verified {
+            Some(saved)
+                if saved.path == path
+                    && (saved.dev, saved.ino) == (dev, ino)
+                    && saved.head_len == head_len =>
+            {
+                saved.head_hash.clone()
+            }
+            _ => head_hash(file, head_len)?,
+        };
         Ok(Cursor {
             path: path.to_path_buf(),
             offset,
             dev,
             ino,
             head_len,
-            head_hash: head_hash(file, head_len)?,
+            head_hash,
         })
     }
 }
@@ -560,12 +577,29 @@ mod tests {
     }
 
     #[test]
+    fn a_verified_head_hash_is_reused_only_for_the_same_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        std::fs::write(&path, "x".repeat(5000) + "\n").unwrap();
+        let mut file = File::open(&path).unwrap();
+        let first = Cursor::after(&path, &mut file, 5001, None).unwrap();
+        let mut forged = first.clone();
+        forged.head_hash = "reused".into();
+        let again = Cursor::after(&path, &mut file, 5001, Some(&forged)).unwrap();
+        assert_eq!(again.head_hash, "reused");
+        // A shorter head covers other bytes: hashed afresh.
+        forged.head_len = 10;
+        let fresh = Cursor::after(&path, &mut file, 5001, Some(&forged)).unwrap();
+        assert_eq!(fresh.head_hash, first.head_hash);
+    }
+
+    #[test]
     fn cursor_detects_truncation_and_replacement() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.jsonl");
         std::fs::write(&path, "one\ntwo\n").unwrap();
         let mut file = File::open(&path).unwrap();
-        let cursor = Cursor::after(&path, &mut file, 8).unwrap();
+        let cursor = Cursor::after(&path, &mut file, 8, None).unwrap();
         assert_eq!(Cursor::resume(None, &path, &mut file).unwrap(), Resume::New);
         assert_eq!(
             Cursor::resume(Some(&cursor), &path, &mut file).unwrap(),

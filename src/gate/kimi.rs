@@ -135,15 +135,18 @@ pub fn collect(state: &mut State, logs: &[PathBuf], tools: &ToolSets) -> anyhow:
         state.start_over();
     }
     let mut cursors = Vec::with_capacity(files.len());
+    let saved = std::mem::take(&mut state.cursors);
     for (path, mut file, resume) in files {
-        let offset = match resume {
-            Resume::At(offset) if !restart => offset,
-            _ => 0,
+        let (offset, verified) = match resume {
+            Resume::At(offset) if !restart => {
+                (offset, saved.iter().find(|cursor| &cursor.path == path))
+            }
+            _ => (0, None),
         };
         let end = jsonl::read_rows(&file, offset, b"context.append_loop_event", |row: Row| {
             apply(state, row, tools)
         })
-        .and_then(|end| Cursor::after(path, &mut file, end))
+        .and_then(|end| Cursor::after(path, &mut file, end, verified))
         .with_context(|| format!("cannot read {}", path.display()))?;
         cursors.push(end);
     }

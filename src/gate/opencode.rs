@@ -105,6 +105,10 @@ pub fn collect(
         Ok(mut file) => {
             let resume = Cursor::resume(state.cursors.first(), ledger, &mut file)
                 .with_context(|| format!("cannot read {}", ledger.display()))?;
+            let verified = match resume {
+                Resume::At(_) => state.cursors.first().cloned(),
+                Resume::New | Resume::Restart => None,
+            };
             let offset = match resume {
                 Resume::At(offset) => offset,
                 Resume::New | Resume::Restart => {
@@ -118,7 +122,7 @@ pub fn collect(
                     state.session.tool_call(tools.classify(&name));
                 }
             })
-            .and_then(|end| Cursor::after(ledger, &mut file, end))
+            .and_then(|end| Cursor::after(ledger, &mut file, end, verified.as_ref()))
             .with_context(|| format!("cannot read {}", ledger.display()))?;
             state.cursors = vec![end];
         }

@@ -4,7 +4,7 @@
 //! shared temp dir, where another user could plant or read a session's counter. File names are
 //! a hash of the agent and session id, so a session id is never used as a path:
 //! `<hash>.0.state` and `<hash>.1.state` for the state, `<hash>.ledger` for OpenCode's
-//! recorded calls. Files untouched for seven days are pruned at every stop.
+//! recorded calls. Files untouched for seven days are pruned at the first stop of every session.
 //!
 //! The state is written atomically without any rename: saves alternate between the two slot
 //! files, each record carries a sequence number, its length and a SHA-256 of its body, and a
@@ -108,11 +108,10 @@ impl Store {
         self.dir.join(format!("{key}.{}.state", slot % 2))
     }
 
-    /// The session's state, after pruning old files. A fresh state when there is none or it
+    /// The session's state. A fresh state when there is none (old files are pruned then) or it
     /// was written by another version: reading the logs again from the start is always correct.
     pub fn load(&self, agent: &str, session_id: &str) -> anyhow::Result<(State, Slot)> {
         let key = session_key(agent, session_id);
-        self.prune(&key);
         let mut newest: Option<(u64, Vec<u8>)> = None;
         for slot in 0..2 {
             let path = self.slot_path(&key, slot);
@@ -130,6 +129,9 @@ impl Store {
             }
         }
         let Some((seq, body)) = newest else {
+            // Pruning once per new session keeps the directory small without listing it at
+            // every stop.
+            self.prune(&key);
             return Ok((State::fresh(), Slot { key, seq: 0 }));
         };
         let state = serde_json::from_slice::<State>(&body)
@@ -274,6 +276,11 @@ fn create_private_dir(dir: &Path) -> io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        if fs::metadata(dir)
+            .is_ok_and(|meta| meta.is_dir() && meta.permissions().mode() & 0o777 == 0o700)
+        {
+            return Ok(());
+        }
         fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
