@@ -10,6 +10,7 @@
 mod agents;
 mod config;
 mod connected;
+mod doctor;
 mod fake_model;
 mod gate;
 mod http;
@@ -130,6 +131,11 @@ const SCENARIOS: &[Scenario] = &[
         name: "gate-kimi",
         about: "Kimi Code edits, the [[hooks]] Stop gate sends it back, it stores over MCP",
         run: gate::kimi,
+    },
+    Scenario {
+        name: "doctor-live",
+        about: "`memloop doctor --live` on a correct install: claude mcp get, opencode debug config, kimi doctor config and the server probe all ok",
+        run: doctor::live,
     },
     Scenario {
         name: "upgrade-legacy",

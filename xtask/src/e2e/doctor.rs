@@ -1,0 +1,70 @@
+//! Scenario "doctor-live": `memloop doctor --live` asks the real agents what they load and
+//! probes the embedded server; every live verdict must be ok on a correctly installed repo.
+
+use std::collections::BTreeSet;
+
+use anyhow::{Context as _, Result, bail};
+use serde_json::Value;
+
+use super::sandbox::Sandbox;
+use super::{Ctx, agents, memloop};
+
+pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    ctx.caps.need_serve()?;
+    memloop::install(sb, &ctx.caps, ctx.hand_written, None)?;
+    // What a user does once: approve the project server in Claude Code, trust the folder in Kimi.
+    agents::claude(sb, true)?;
+    agents::opencode(sb, &ctx.tools, None)?;
+    agents::kimi_trust(sb)?;
+    let out = sb.run(
+        "memloop",
+        &["doctor", "--live", "--format", "json"],
+        ctx.timeout * 3,
+    )?;
+    let report: Value = serde_json::from_str(&out.stdout).with_context(|| {
+        format!(
+            "`memloop doctor --live --format json` printed no JSON\n{}",
+            out.report()
+        )
+    })?;
+    let findings = report["findings"]
+        .as_array()
+        .context("the report has no findings")?;
+    let live: Vec<&Value> = findings
+        .iter()
+        .filter(|f| matches!(f["id"].as_str(), Some(id) if id.ends_with(".live") || id == "memloop.server-probe"))
+        .collect();
+    let failed: Vec<String> = live
+        .iter()
+        .filter(|f| f["severity"] != "ok")
+        .map(|f| format!("{} {}: {}", f["severity"], f["id"], f["message"]))
+        .collect();
+    if !failed.is_empty() {
+        bail!(
+            "live checks that are not ok on a correct install:\n{}\n{}",
+            failed.join("\n"),
+            out.report()
+        );
+    }
+    let seen: BTreeSet<&str> = live.iter().filter_map(|f| f["id"].as_str()).collect();
+    for id in [
+        "claude.live",
+        "opencode.live",
+        "kimi.live",
+        "memloop.server-probe",
+    ] {
+        if !seen.contains(id) {
+            bail!(
+                "`memloop doctor --live` reported no `{id}` verdict\n{}",
+                out.report()
+            );
+        }
+    }
+    if !out.success() {
+        bail!(
+            "`memloop doctor --live` found errors on a correct install\n{}",
+            out.report()
+        );
+    }
+    Ok(())
+}
