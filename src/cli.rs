@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(name = "memloop", version, about, propagate_version = true)]
@@ -21,16 +21,28 @@ pub enum Command {
     Diff(crate::commands::diff::DiffArgs),
     /// Check what each agent will actually see; exit 1 on any error (a CI gate).
     Doctor(crate::commands::doctor::DoctorArgs),
-    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
-    Completions(crate::commands::completions::CompletionsArgs),
     /// Migrate files written for older agent versions or by an older memloop.
     Upgrade(crate::commands::upgrade::UpgradeArgs),
     /// Remove exactly what memloop owns; nothing else changes.
     Uninstall(crate::commands::uninstall::UninstallArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(CompletionsArgs),
     /// The Stop gate the agents call (stop, record).
     Hook(crate::gate::HookArgs),
     /// The embedded memory MCP server (stdio).
     Serve(crate::serve::ServeArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// The whole command-line definition (for completions and the man page).
+pub fn command() -> clap::Command {
+    Cli::command()
 }
 
 pub fn main() -> ExitCode {
@@ -40,7 +52,15 @@ pub fn main() -> ExitCode {
         Command::Sync(args) => crate::commands::sync::run(args),
         Command::Diff(args) => crate::commands::diff::run(args),
         Command::Doctor(args) => crate::commands::doctor::run(args),
-        Command::Completions(args) => crate::commands::completions::run(args),
+        Command::Completions(args) => {
+            clap_complete::generate(
+                args.shell,
+                &mut command(),
+                "memloop",
+                &mut std::io::stdout(),
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Upgrade(args) => crate::commands::upgrade::run(args),
         Command::Uninstall(args) => crate::commands::uninstall::run(args),
         Command::Hook(args) => crate::gate::run(args),

@@ -67,7 +67,7 @@ pub fn server_member(name: &str, transport: &Transport, v2: bool) -> Fragment {
     if v2 {
         Fragment::JsonMember {
             path: vec!["mcp".into(), "servers".into(), name.to_owned()],
-            value: crate::upgrade::opencode::to_v2(&entry),
+            value: v2_entry(&entry),
         }
     } else {
         Fragment::JsonMember {
@@ -118,4 +118,23 @@ fn references(values: &std::collections::BTreeMap<String, String>) -> Value {
         })
         .collect();
     Value::Object(converted)
+}
+
+/// A V1 server entry (it has `type`), as V2 spells it.
+pub fn v2_entry(entry: &Value) -> Value {
+    let Some(map) = entry.as_object() else {
+        return entry.clone();
+    };
+    let mut out = Map::new();
+    for (key, value) in map {
+        match (key.as_str(), value) {
+            ("enabled", Value::Bool(enabled)) => {
+                out.insert("disabled".into(), Value::Bool(!enabled));
+            }
+            _ => {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    Value::Object(out)
 }

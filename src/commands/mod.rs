@@ -1,6 +1,5 @@
 //! The installer's commands: init, sync, diff and uninstall are views of one plan.
 
-pub mod completions;
 pub mod diff;
 pub mod doctor;
 pub mod init;

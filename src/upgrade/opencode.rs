@@ -13,11 +13,11 @@
 
 use std::path::PathBuf;
 
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
 use super::version::Version;
 use super::{Env, Files, Migration, Product, Range};
-use crate::agents::opencode::{PLUGIN_PATH, SCHEMA_URL, server_entry};
+use crate::agents::opencode::{PLUGIN_PATH, SCHEMA_URL, server_entry, v2_entry};
 use crate::config::AgentId;
 use crate::edit::json::Dialect;
 use crate::engine::{Content, PlanError};
@@ -214,25 +214,6 @@ fn winner(env: &Env, files: &mut Files) -> Result<PathBuf, PlanError> {
     })
 }
 
-/// A V1 server entry (it has `type`), as V2 spells it.
-pub fn to_v2(entry: &Value) -> Value {
-    let Some(map) = entry.as_object() else {
-        return entry.clone();
-    };
-    let mut out = Map::new();
-    for (key, value) in map {
-        match (key.as_str(), value) {
-            ("enabled", Value::Bool(enabled)) => {
-                out.insert("disabled".into(), Value::Bool(!enabled));
-            }
-            _ => {
-                out.insert(key.clone(), value.clone());
-            }
-        }
-    }
-    Value::Object(out)
-}
-
 fn v2_detect(env: &Env, files: &mut Files) -> Result<Vec<String>, PlanError> {
     if env.ctx.server.name == "servers" {
         return Ok(Vec::new());
@@ -275,7 +256,7 @@ fn v2_rewrite(env: &Env, files: &mut Files) -> Result<(), PlanError> {
         "servers".to_owned(),
         env.ctx.server.name.clone(),
     ];
-    doc.set(&v2_path, &to_v2(&entry))?;
+    doc.set(&v2_path, &v2_entry(&entry))?;
     files.write_text(&path, &doc.to_text(), encoding)
 }
 
@@ -294,11 +275,14 @@ mod tests {
     #[test]
     fn v2_entry_turns_enabled_into_disabled_in_place() {
         let v1 = json!({"type": "local", "command": ["memloop", "serve"], "enabled": true});
-        let v2 = to_v2(&v1);
+        let v2 = v2_entry(&v1);
         assert_eq!(
             serde_json::to_string(&v2).unwrap(),
             r#"{"type":"local","command":["memloop","serve"],"disabled":false}"#
         );
-        assert_eq!(to_v2(&json!({"enabled": false}))["disabled"], json!(true));
+        assert_eq!(
+            v2_entry(&json!({"enabled": false}))["disabled"],
+            json!(true)
+        );
     }
 }

@@ -14,7 +14,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         }
     };
     std::fs::create_dir_all(&dir)?;
-    let command = memloop::commands::completions::command();
+    let command = memloop::cli::command();
     let mut pages = vec![("memloop".to_owned(), command.clone())];
     for sub in command.get_subcommands() {
         let name = format!("memloop-{}", sub.get_name());

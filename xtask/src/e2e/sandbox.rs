@@ -10,23 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 use super::proc::{self, Output};
-use super::tools::Tools;
-
-/// Switches that stop update checks, telemetry and model-list fetches (e2e-findings.md).
-pub const QUIET_ENV: &[(&str, &str)] = &[
-    ("DISABLE_AUTOUPDATER", "1"),
-    ("DISABLE_TELEMETRY", "1"),
-    ("DISABLE_ERROR_REPORTING", "1"),
-    ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
-    ("CLAUDE_CODE_DISABLE_TERMINAL_TITLE", "1"),
-    ("CLAUDE_CODE_MAX_RETRIES", "1"),
-    ("OPENCODE_DISABLE_MODELS_FETCH", "1"),
-    ("OPENCODE_DISABLE_AUTOUPDATE", "1"),
-    ("OPENCODE_DISABLE_SHARE", "1"),
-    ("KIMI_CODE_NO_AUTO_UPDATE", "1"),
-    ("KIMI_DISABLE_TELEMETRY", "1"),
-    ("NO_COLOR", "1"),
-];
+use super::tools::{QUIET_ENV, Tools};
 
 /// A dead loopback address: anything that tries to leave the machine (a proxy-aware HTTP client,
 /// an `npm install`) fails fast here instead of reaching the internet.

