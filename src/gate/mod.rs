@@ -20,7 +20,13 @@
 //!   `KNOWLEDGE CHECK: <problems joined by " | "> This is mandatory.`, which the agent reads.
 //! - `1`: the gate itself failed (bad JSON on stdin, unreadable log, unwritable state). stderr
 //!   holds one line starting with `memloop hook:` saying why. Agents treat it as non-blocking,
-//!   so a broken gate never traps a session.
+//!   so a broken gate never traps a session. Usage mistakes under `memloop hook` (unknown agent,
+//!   stray argument) exit 1 as well, never 2.
+//!
+//! Loop guards: Claude Code's retry after a block arrives with `stop_hook_active` and is let
+//! through; Kimi Code never sets it, so the gate lets the stop right after its own block through
+//! ([`kimi`]); the OpenCode plugin sends the agent back at most 3 times in a row. The plugin
+//! ([`OPENCODE_PLUGIN`]) runs `$MEMLOOP_BIN`, else `memloop` from `PATH`.
 //!
 //! Settings come from the `[gate]` and `[server]` sections of the `memloop.toml` found from the
 //! input's `cwd` (else the process's); when there is none or it cannot be read, the defaults

@@ -558,6 +558,13 @@ impl Bench<'_> {
         let mut first = [Vec::new(), Vec::new()];
         let mut repeat = [Vec::new(), Vec::new()];
         let tools = [Tool::Memloop, Tool::Python];
+        // Warm-up runs, as hyperfine's --warmup: the first executions after a fresh build pay for
+        // cold binaries and page tables, which is not what either program costs at a stop.
+        for k in 0..3 {
+            for tool in tools {
+                self.stop(tool, &format!("warmup-{k}"))?;
+            }
+        }
         // The two programs take turns, so load from elsewhere falls on both alike.
         for k in 0..first_runs {
             let mut codes = [0; 2];
