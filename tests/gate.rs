@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 
 const DEFAULT_EDIT_PROBLEM: &str = "Modified 2 file(s) but stored nothing. memory_store() the \
-     change/decision and why on the memory memory server (supersede if updating).";
+     change/decision and why on the \"memory\" server (supersede if updating).";
 
 struct Gate {
     temp: tempfile::TempDir,

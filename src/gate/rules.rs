@@ -184,7 +184,7 @@ impl StoreHint {
                  If you explored files, create_route()/update_route() in ConvOps."
                 .to_owned(),
             StoreHint::Tool { tool, server } => format!(
-                "{tool}() the change/decision and why on the {server} memory server \
+                "{tool}() the change/decision and why on the \"{server}\" server \
                  (supersede if updating)."
             ),
         }
@@ -339,7 +339,7 @@ mod tests {
         assert_eq!(
             verdict.message().unwrap(),
             "KNOWLEDGE CHECK: Modified 2 file(s) but stored nothing. memory_store() the \
-             change/decision and why on the memory memory server (supersede if updating). \
+             change/decision and why on the \"memory\" server (supersede if updating). \
              This is mandatory."
         );
     }
@@ -367,7 +367,7 @@ mod tests {
         config.store_tools = vec!["remember".to_owned()];
         let hint = StoreHint::new(&config, "notes", None);
         assert!(hint.text().starts_with("remember() the change/decision"));
-        assert!(hint.text().contains("on the notes memory server"));
+        assert!(hint.text().contains("on the \"notes\" server"));
     }
 
     #[test]
