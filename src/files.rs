@@ -23,15 +23,31 @@ pub fn state_dir() -> anyhow::Result<PathBuf> {
     Ok(base.join("memloop"))
 }
 
-/// Creates `dir` (and its parents) readable by the user alone.
-pub fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
-    fs_err::create_dir_all(dir)?;
+/// Creates `dir` (and its parents) readable by the user alone; an existing one is tightened to
+/// 0700. The common case, a dir that is already right, costs one `stat`.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     #[cfg(unix)]
     {
-        use std::os::unix::fs::PermissionsExt;
-        fs_err::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        let private =
+            |meta: &std::fs::Metadata| meta.is_dir() && meta.permissions().mode() & 0o777 == 0o700;
+        if std::fs::metadata(dir).is_ok_and(|meta| private(&meta)) {
+            return Ok(());
+        }
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+        // create() leaves an existing dir's mode alone; memloop owns this one, so tighten it.
+        if !std::fs::metadata(dir).is_ok_and(|meta| private(&meta)) {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        }
+        Ok(())
     }
-    Ok(())
+    #[cfg(not(unix))]
+    {
+        std::fs::create_dir_all(dir)
+    }
 }
 
 /// Writes durably through a temporary file in the same folder renamed into place, keeping the

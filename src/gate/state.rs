@@ -75,22 +75,12 @@ pub struct Store {
 impl Store {
     /// `$XDG_STATE_HOME/memloop/gate`, else `$HOME/.local/state/memloop/gate`.
     pub fn locate() -> anyhow::Result<PathBuf> {
-        let base = match std::env::var_os("XDG_STATE_HOME").map(PathBuf::from) {
-            // The XDG spec says relative values are invalid and must be ignored.
-            Some(dir) if dir.is_absolute() => dir,
-            _ => {
-                let home = std::env::var_os("HOME")
-                    .filter(|home| !home.is_empty())
-                    .context("neither XDG_STATE_HOME nor HOME is set; set one so the gate can keep its state")?;
-                PathBuf::from(home).join(".local/state")
-            }
-        };
-        Ok(base.join("memloop").join("gate"))
+        Ok(crate::files::state_dir()?.join("gate"))
     }
 
     pub fn open() -> anyhow::Result<Store> {
         let dir = Store::locate()?;
-        create_private_dir(&dir).with_context(|| {
+        crate::files::create_private_dir(&dir).with_context(|| {
             format!(
                 "cannot create the state directory {}; make it writable or set XDG_STATE_HOME",
                 dir.display()
@@ -272,32 +262,6 @@ fn is_old(entry: &fs::DirEntry, now: SystemTime) -> bool {
         .is_some_and(|age| age > MAX_AGE)
 }
 
-fn create_private_dir(dir: &Path) -> io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-        if fs::metadata(dir)
-            .is_ok_and(|meta| meta.is_dir() && meta.permissions().mode() & 0o777 == 0o700)
-        {
-            return Ok(());
-        }
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
-        // An existing dir keeps its mode under create(); memloop owns this one, so tighten it.
-        let mode = fs::metadata(dir)?.permissions().mode() & 0o777;
-        if mode != 0o700 {
-            fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
-        }
-        Ok(())
-    }
-    #[cfg(not(unix))]
-    {
-        fs::create_dir_all(dir)
-    }
-}
-
 /// Opens a log for reading, saying which file could not be read.
 pub fn open_log(path: &Path) -> anyhow::Result<File> {
     File::open(path).with_context(|| format!("cannot read {}", path.display()))
@@ -309,7 +273,7 @@ mod tests {
 
     fn store(dir: &Path) -> Store {
         let dir = dir.join("memloop/gate");
-        create_private_dir(&dir).unwrap();
+        crate::files::create_private_dir(&dir).unwrap();
         Store { dir }
     }
 
@@ -397,7 +361,7 @@ mod tests {
         let dir = temp.path().join("memloop/gate");
         fs::create_dir_all(&dir).unwrap();
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
-        create_private_dir(&dir).unwrap();
+        crate::files::create_private_dir(&dir).unwrap();
         let mode = fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o700);
     }
