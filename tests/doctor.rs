@@ -125,7 +125,7 @@ impl Sandbox {
 
     /// Pre-trusts the repository for Kimi Code, as answering "Trust" does.
     fn trust_for_kimi(&self) {
-        let key = memloop::doctor::kimi::trust_key(&self.repo);
+        let key = memloop::agents::kimi::trust_key(&self.repo);
         let dir = self.home.join(".kimi-code/workspace-trust");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(
@@ -373,7 +373,7 @@ fn normalized(sandbox: &Sandbox, out: &Output) -> String {
         .replace(&root.display().to_string(), "[TMP]")
         .replace(env!("CARGO_PKG_VERSION"), "[VERSION]")
         .replace(
-            &memloop::doctor::kimi::trust_key(&sandbox.repo),
+            &memloop::agents::kimi::trust_key(&sandbox.repo),
             "wd_repo_[HASH]",
         )
 }

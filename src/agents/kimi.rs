@@ -173,3 +173,47 @@ fn bearer_variable(value: &str) -> Option<&str> {
         _ => None,
     }
 }
+
+/// Kimi Code's trust key for a folder: `wd_<slug(basename)>_<sha256(path)[:12]>`.
+pub fn trust_key(dir: &std::path::Path) -> String {
+    let base = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    // Each run of other characters becomes one `-` (a `-` of the name itself stays).
+    let mut slug = String::new();
+    let mut in_run = false;
+    for c in base.chars() {
+        if c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-') {
+            slug.push(c);
+            in_run = false;
+        } else if !in_run {
+            slug.push('-');
+            in_run = true;
+        }
+    }
+    let mut slug: String = slug.trim_matches('-').chars().take(40).collect();
+    if slug.is_empty() {
+        slug = "workspace".into();
+    }
+    let digest = <sha2::Sha256 as sha2::Digest>::digest(dir.to_string_lossy().as_bytes());
+    let hex: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
+    format!("wd_{slug}_{hex}")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    #[test]
+    fn trust_key_slugs_runs_and_hashes_the_whole_path() {
+        let key = trust_key(Path::new("/home/me/My Project!!"));
+        assert!(key.starts_with("wd_my-project_"), "{key}");
+        assert_eq!(key.len(), "wd_my-project_".len() + 12);
+        assert!(trust_key(Path::new("/w/a-@b")).starts_with("wd_a--b_"));
+        assert!(trust_key(Path::new("/")).starts_with("wd_workspace_"));
+        assert_ne!(trust_key(Path::new("/a/x")), trust_key(Path::new("/b/x")));
+    }
+}

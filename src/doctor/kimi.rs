@@ -7,7 +7,6 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use super::locate::{JsonFile, Step, read_text};
 use super::{Doctor, Finding};
@@ -339,33 +338,6 @@ fn wrong_home(d: &mut Doctor, reads: &Path, other: &Path, flavor: KimiFlavor) {
     );
 }
 
-/// Kimi Code's trust key for a folder: `wd_<slug(basename)>_<sha256(path)[:12]>`.
-pub fn trust_key(dir: &Path) -> String {
-    let base = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().to_lowercase())
-        .unwrap_or_default();
-    // Each run of other characters becomes one `-` (a `-` of the name itself stays).
-    let mut slug = String::new();
-    let mut in_run = false;
-    for c in base.chars() {
-        if c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-') {
-            slug.push(c);
-            in_run = false;
-        } else if !in_run {
-            slug.push('-');
-            in_run = true;
-        }
-    }
-    let mut slug: String = slug.trim_matches('-').chars().take(40).collect();
-    if slug.is_empty() {
-        slug = "workspace".into();
-    }
-    let digest = Sha256::digest(dir.to_string_lossy().as_bytes());
-    let hex: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
-    format!("wd_{slug}_{hex}")
-}
-
 /// Project MCP files (`.kimi-code/mcp.json`, `.mcp.json`) load only in a trusted folder.
 fn trust(d: &mut Doctor) {
     let root = &d.repo.root;
@@ -375,7 +347,7 @@ fn trust(d: &mut Doctor) {
     let dir: PathBuf = std::fs::canonicalize(root).unwrap_or_else(|_| root.clone());
     let file = code_home(&d.ctx)
         .join("workspace-trust")
-        .join(trust_key(&dir));
+        .join(crate::agents::kimi::trust_key(&dir));
     let display = d.ctx.display_user_path(&file);
     if file.is_file() {
         d.push(
@@ -545,16 +517,6 @@ fn mcp_json(d: &mut Doctor, path: &Path, display: &str, flavor: KimiFlavor) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn trust_key_slugs_runs_and_hashes_the_whole_path() {
-        let key = trust_key(Path::new("/home/me/My Project!!"));
-        assert!(key.starts_with("wd_my-project_"), "{key}");
-        assert_eq!(key.len(), "wd_my-project_".len() + 12);
-        assert!(trust_key(Path::new("/w/a-@b")).starts_with("wd_a--b_"));
-        assert!(trust_key(Path::new("/")).starts_with("wd_workspace_"));
-        assert_ne!(trust_key(Path::new("/a/x")), trust_key(Path::new("/b/x")));
-    }
 
     #[test]
     fn regex_check_follows_javascript_where_rust_is_narrower() {

@@ -2,12 +2,10 @@
 //! done once (onboarding, trusting the folder, a model provider), set up the way e2e-findings.md
 //! found to work.
 
-use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use sha2::{Digest, Sha256};
 
 use super::sandbox::Sandbox;
 use super::tools::Tools;
@@ -76,36 +74,10 @@ pub fn kimi_trust(sb: &Sandbox) -> Result<()> {
     std::fs::create_dir_all(&dir)?;
     let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis() as u64;
     std::fs::write(
-        dir.join(kimi_trust_key(&sb.repo)),
+        dir.join(memloop::agents::kimi::trust_key(&sb.repo)),
         json!({"root": sb.repo.to_string_lossy(), "trustedAt": now}).to_string(),
     )?;
     Ok(())
-}
-
-/// `wd_<slug(basename)>_<sha256(abs path) hex, first 12>`.
-pub fn kimi_trust_key(path: &Path) -> String {
-    let base = path
-        .file_name()
-        .map(|b| b.to_string_lossy().to_lowercase())
-        .unwrap_or_default();
-    let mut slug = String::new();
-    let mut in_run = false;
-    for c in base.chars() {
-        if c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-') {
-            slug.push(c);
-            in_run = false;
-        } else if !in_run {
-            slug.push('-');
-            in_run = true;
-        }
-    }
-    let mut slug: String = slug.trim_matches('-').chars().take(40).collect();
-    if slug.is_empty() {
-        slug = "workspace".into();
-    }
-    let hash = Sha256::digest(path.to_string_lossy().as_bytes());
-    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
-    format!("wd_{slug}_{}", &hex[..12])
 }
 
 /// Environment for Kimi's model from a fake OpenAI-compatible server.
@@ -114,17 +86,4 @@ pub fn kimi_model_env(sb: &mut Sandbox, base_url: &str) {
     sb.set_env("KIMI_MODEL_API_KEY", "sk-e2e");
     sb.set_env("KIMI_MODEL_PROVIDER_TYPE", "openai");
     sb.set_env("KIMI_MODEL_BASE_URL", format!("{base_url}/v1"));
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn trust_key_slugs_the_basename_and_hashes_the_path() {
-        let key = kimi_trust_key(Path::new("/tmp/My Project!"));
-        assert!(key.starts_with("wd_my-project_"), "{key}");
-        assert_eq!(key.len(), "wd_my-project_".len() + 12);
-        assert!(kimi_trust_key(Path::new("/")).starts_with("wd_workspace_"));
-    }
 }
