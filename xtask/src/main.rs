@@ -3,7 +3,6 @@
 use std::process::ExitCode;
 
 mod bench_cli;
-mod bench_doctor;
 mod bench_gate;
 mod bench_serve;
 mod corpus;
@@ -14,8 +13,8 @@ const USAGE: &str = "usage: cargo xtask <task> [args]
 
 tasks:
   e2e                 drive the pinned real agents against memloop's output (loopback only)
-  bench cli           memloop sync and diff on an installed repository, whole process
-  bench doctor        memloop doctor on an installed repository, whole process (target: median under 20 ms)
+  bench cli|doctor    memloop sync, diff and doctor on an installed repository, whole process
+                      (target: each median under 20 ms)
   bench gate          the Stop gate against a Python re-read baseline, whole process
   bench serve         the embedded memory server at 10,000 notes
   corpus [dir]        sync/uninstall round trips over the real-world corpus (default ../shared/corpus)
@@ -33,8 +32,7 @@ fn main() -> ExitCode {
         (Some("corpus"), _) => corpus::run(rest),
         (Some("e2e"), _) => e2e::run(rest),
         (Some("man"), _) => man::run(rest),
-        (Some("bench"), Some("cli")) => bench_cli::run(&rest[1..]),
-        (Some("bench"), Some("doctor")) => bench_doctor::run(&rest[1..]),
+        (Some("bench"), Some("cli" | "doctor")) => bench_cli::run(&rest[1..]),
         (Some("bench"), Some("gate")) => bench_gate::run(&rest[1..]),
         (Some("bench"), Some("serve")) => bench_serve::run(&rest[1..]),
         _ => {
