@@ -14,128 +14,12 @@
 //! `MEMLOOP_BLESS=1 cargo test --test upgrade` rewrites existing `out/` folders from the actual
 //! result; review the diff before committing it.
 
-use std::collections::BTreeMap;
+mod trees;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Entry {
-    File(Vec<u8>),
-    Link(PathBuf),
-}
-
-type Tree = BTreeMap<PathBuf, Entry>;
-
-fn snapshot(dir: &Path) -> Tree {
-    let mut out = BTreeMap::new();
-    if dir.exists() {
-        walk(dir, dir, &mut out);
-    }
-    out
-}
-
-fn walk(base: &Path, dir: &Path, out: &mut Tree) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        let rel = path.strip_prefix(base).unwrap().to_path_buf();
-        if rel == Path::new(".git") || rel == Path::new(".local") {
-            continue;
-        }
-        let meta = std::fs::symlink_metadata(&path).unwrap();
-        if meta.file_type().is_symlink() {
-            out.insert(rel, Entry::Link(std::fs::read_link(&path).unwrap()));
-        } else if meta.is_dir() {
-            walk(base, &path, out);
-        } else {
-            out.insert(rel, Entry::File(std::fs::read(&path).unwrap()));
-        }
-    }
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for (rel, entry) in snapshot(from) {
-        let dest = to.join(&rel);
-        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
-        match entry {
-            Entry::File(bytes) => std::fs::write(&dest, bytes).unwrap(),
-            Entry::Link(target) => std::os::unix::fs::symlink(target, &dest).unwrap(),
-        }
-    }
-}
-
-/// `out/` trees hold this line instead of the current OpenCode plugin.
-const PLUGIN_MARKER: &[u8] = b"[the OpenCode gate plugin from assets/]\n";
-
-fn expand_plugin(tree: &mut Tree) {
-    for entry in tree.values_mut() {
-        if matches!(entry, Entry::File(bytes) if bytes == PLUGIN_MARKER) {
-            *entry = Entry::File(memloop::gate::OPENCODE_PLUGIN.as_bytes().to_vec());
-        }
-    }
-}
-
-fn collapse_plugin(dir: &Path) {
-    for (rel, entry) in snapshot(dir) {
-        if entry == Entry::File(memloop::gate::OPENCODE_PLUGIN.as_bytes().to_vec()) {
-            std::fs::write(dir.join(rel), PLUGIN_MARKER).unwrap();
-        }
-    }
-}
-
-struct Sandbox {
-    _temp: tempfile::TempDir,
-    repo: PathBuf,
-    home: PathBuf,
-    bin: PathBuf,
-}
-
-impl Sandbox {
-    /// A repository and home from `from/{repo,home,bin}`.
-    fn new(from: &Path, bin_from: &Path) -> Sandbox {
-        let temp = tempfile::tempdir().unwrap();
-        let (repo, home, bin) = (
-            temp.path().join("repo"),
-            temp.path().join("home"),
-            temp.path().join("bin"),
-        );
-        copy_tree(&from.join("repo"), &repo);
-        copy_tree(&from.join("home"), &home);
-        copy_tree(&bin_from.join("bin"), &bin);
-        std::fs::create_dir_all(repo.join(".git")).unwrap();
-        for entry in std::fs::read_dir(&bin).unwrap() {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(
-                entry.unwrap().path(),
-                std::fs::Permissions::from_mode(0o755),
-            )
-            .unwrap();
-        }
-        Sandbox {
-            _temp: temp,
-            repo,
-            home,
-            bin,
-        }
-    }
-
-    fn run(&self, args: &[String]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_memloop"))
-            .args(args)
-            .current_dir(&self.repo)
-            .env_clear()
-            .env("HOME", &self.home)
-            .env("PATH", &self.bin)
-            .env("XDG_STATE_HOME", self.home.join(".local/state"))
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap()
-    }
-
-    fn trees(&self) -> (Tree, Tree) {
-        (snapshot(&self.repo), snapshot(&self.home))
-    }
-}
+use trees::{Entry, Sandbox, Tree, collapse_plugin, copy_tree, describe, expand_plugin, snapshot};
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -168,30 +52,6 @@ fn default_args() -> Vec<String> {
 
 fn yes() -> bool {
     true
-}
-
-fn describe(got: &Tree, want: &Tree) -> String {
-    let show = |e: &Entry| match e {
-        Entry::File(bytes) => String::from_utf8_lossy(bytes).into_owned(),
-        Entry::Link(target) => format!("(symlink to {})", target.display()),
-    };
-    let mut lines = Vec::new();
-    for (path, entry) in got {
-        match want.get(path) {
-            None => lines.push(format!("  only in actual: {}", path.display())),
-            Some(w) if w != entry => lines.push(format!(
-                "  differs: {}\n--- expected\n{}\n--- actual\n{}",
-                path.display(),
-                show(w),
-                show(entry)
-            )),
-            _ => {}
-        }
-    }
-    for path in want.keys().filter(|p| !got.contains_key(*p)) {
-        lines.push(format!("  missing from actual: {}", path.display()));
-    }
-    lines.join("\n")
 }
 
 fn check(label: &str, got: &Tree, want: &Tree, failures: &mut Vec<String>) {

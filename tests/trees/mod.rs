@@ -1,0 +1,162 @@
+//! File trees for the data-driven tests (tests/cases.rs, tests/upgrade.rs): snapshot a folder,
+//! copy one, show how two differ, and run memloop in a throw-away repository and home.
+//! Each test binary includes this module and uses a part of it.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry {
+    File(Vec<u8>),
+    Link(PathBuf),
+}
+
+pub type Tree = BTreeMap<PathBuf, Entry>;
+
+/// Every file and symlink under `dir` by relative path (skipping `.git` and the state in `.local`).
+pub fn snapshot(dir: &Path) -> Tree {
+    let mut out = BTreeMap::new();
+    if dir.exists() {
+        walk(dir, dir, &mut out);
+    }
+    out
+}
+
+fn walk(base: &Path, dir: &Path, out: &mut Tree) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let rel = path.strip_prefix(base).unwrap().to_path_buf();
+        if rel == Path::new(".git") || rel == Path::new(".local") {
+            continue;
+        }
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        if meta.file_type().is_symlink() {
+            out.insert(rel, Entry::Link(std::fs::read_link(&path).unwrap()));
+        } else if meta.is_dir() {
+            walk(base, &path, out);
+        } else {
+            out.insert(rel, Entry::File(std::fs::read(&path).unwrap()));
+        }
+    }
+}
+
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for (rel, entry) in snapshot(from) {
+        let dest = to.join(&rel);
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        match entry {
+            Entry::File(bytes) => std::fs::write(&dest, bytes).unwrap(),
+            Entry::Link(target) => std::os::unix::fs::symlink(target, &dest).unwrap(),
+        }
+    }
+}
+
+/// Expected trees hold this line instead of the OpenCode plugin, which has tests of its own.
+pub const PLUGIN_MARKER: &[u8] = b"[the OpenCode gate plugin from assets/]\n";
+
+pub fn expand_plugin(tree: &mut Tree) {
+    for entry in tree.values_mut() {
+        if matches!(entry, Entry::File(bytes) if bytes == PLUGIN_MARKER) {
+            *entry = Entry::File(memloop::gate::OPENCODE_PLUGIN.as_bytes().to_vec());
+        }
+    }
+}
+
+/// Replaces every copy of the current plugin under `dir` with the marker (when blessing).
+pub fn collapse_plugin(dir: &Path) {
+    for (rel, entry) in snapshot(dir) {
+        if entry == Entry::File(memloop::gate::OPENCODE_PLUGIN.as_bytes().to_vec()) {
+            std::fs::write(dir.join(rel), PLUGIN_MARKER).unwrap();
+        }
+    }
+}
+
+/// How `got` differs from `want`, file by file, with both texts.
+pub fn describe(got: &Tree, want: &Tree) -> String {
+    let show = |e: &Entry| match e {
+        Entry::File(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        Entry::Link(target) => format!("(symlink to {})", target.display()),
+    };
+    let mut lines = Vec::new();
+    for (path, entry) in got {
+        match want.get(path) {
+            None => lines.push(format!("  only in actual: {}", path.display())),
+            Some(w) if w != entry => lines.push(format!(
+                "  differs: {}\n--- expected\n{}\n--- actual\n{}",
+                path.display(),
+                show(w),
+                show(entry)
+            )),
+            _ => {}
+        }
+    }
+    for path in want.keys().filter(|p| !got.contains_key(*p)) {
+        lines.push(format!("  missing from actual: {}", path.display()));
+    }
+    lines.join("\n")
+}
+
+/// A repository, a home and a PATH folder in a temporary directory.
+pub struct Sandbox {
+    _temp: tempfile::TempDir,
+    pub repo: PathBuf,
+    pub home: PathBuf,
+    pub bin: PathBuf,
+}
+
+impl Sandbox {
+    /// A repository and home from `from/{repo,home}`, the PATH folder from `bin_from/bin`
+    /// (fake agent programs printing a version).
+    pub fn new(from: &Path, bin_from: &Path) -> Sandbox {
+        let temp = tempfile::tempdir().unwrap();
+        let (repo, home, bin) = (
+            temp.path().join("repo"),
+            temp.path().join("home"),
+            temp.path().join("bin"),
+        );
+        copy_tree(&from.join("repo"), &repo);
+        copy_tree(&from.join("home"), &home);
+        copy_tree(&bin_from.join("bin"), &bin);
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        for entry in std::fs::read_dir(&bin).unwrap() {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(
+                entry.unwrap().path(),
+                std::fs::Permissions::from_mode(0o755),
+            )
+            .unwrap();
+        }
+        Sandbox {
+            _temp: temp,
+            repo,
+            home,
+            bin,
+        }
+    }
+
+    /// Runs memloop in the repository with only this sandbox's environment (plus `env`).
+    pub fn run_with(&self, args: &[String], env: &BTreeMap<String, String>) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_memloop"))
+            .args(args)
+            .current_dir(&self.repo)
+            .env_clear()
+            .env("HOME", &self.home)
+            .env("PATH", &self.bin)
+            .env("XDG_STATE_HOME", self.home.join(".local/state"))
+            .env("NO_COLOR", "1")
+            .envs(env)
+            .output()
+            .unwrap()
+    }
+
+    pub fn run(&self, args: &[String]) -> Output {
+        self.run_with(args, &BTreeMap::new())
+    }
+
+    pub fn trees(&self) -> (Tree, Tree) {
+        (snapshot(&self.repo), snapshot(&self.home))
+    }
+}
