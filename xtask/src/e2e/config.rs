@@ -81,24 +81,7 @@ pub fn opencode(ctx: &Ctx, sb: &mut Sandbox, url: Option<&str>) -> Result<()> {
         .find(|p| p.exists())
         .context("memloop wrote neither opencode.jsonc nor opencode.json in the repo")?;
     let before = std::fs::read(&file)?;
-    let out = sb.run(
-        ctx.tools.bin.join("opencode"),
-        &["debug", "config"],
-        ctx.timeout,
-    )?;
-    expect(
-        out.success(),
-        "`opencode debug config` rejected the config",
-        &out,
-    )?;
-    let config = parse_json_output(&out.stdout)
-        .with_context(|| format!("`opencode debug config` printed no JSON\n{}", out.report()))?;
-    let entry = config.pointer("/mcp/memory").with_context(|| {
-        format!(
-            "`opencode debug config` has no mcp.memory\n{}",
-            out.report()
-        )
-    })?;
+    let entry = resolved_memory_entry(ctx, sb, "the config")?;
     match url {
         None => {
             let ok = entry.get("type") == Some(&Value::from("local"))
@@ -225,6 +208,29 @@ pub fn read_json(path: &std::path::Path) -> Result<Value> {
 }
 
 /// The JSON document in a command's stdout (skipping any log lines before it).
+/// `mcp.memory` as `opencode debug config` resolves it.
+pub fn resolved_memory_entry(ctx: &Ctx, sb: &Sandbox, what: &str) -> Result<Value> {
+    let out = sb.run(
+        ctx.tools.bin.join("opencode"),
+        &["debug", "config"],
+        ctx.timeout,
+    )?;
+    expect(
+        out.success(),
+        &format!("`opencode debug config` rejected {what}"),
+        &out,
+    )?;
+    let config = parse_json_output(&out.stdout)
+        .with_context(|| format!("`opencode debug config` printed no JSON\n{}", out.report()))?;
+    let entry = config.pointer("/mcp/memory").cloned().with_context(|| {
+        format!(
+            "`opencode debug config` has no mcp.memory\n{}",
+            out.report()
+        )
+    })?;
+    Ok(entry)
+}
+
 pub fn parse_json_output(stdout: &str) -> Result<Value> {
     let start = stdout.find('{').context("no '{' in the output")?;
     let mut de = serde_json::Deserializer::from_str(&stdout[start..]).into_iter::<Value>();

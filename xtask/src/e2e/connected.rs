@@ -42,7 +42,7 @@ pub fn opencode(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         ctx.timeout,
     )?;
     expect(out.success(), "`opencode mcp list` failed", &out)?;
-    let text = strip_ansi(&out.stdout);
+    let text = ::memloop::doctor::live::strip_ansi(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
     let Some(i) = lines
         .iter()
@@ -121,24 +121,4 @@ pub fn kimi(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         );
     }
     Ok(())
-}
-
-pub fn strip_ansi(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            if chars.peek() == Some(&'[') {
-                chars.next();
-                for c in chars.by_ref() {
-                    if c.is_ascii_alphabetic() {
-                        break;
-                    }
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }

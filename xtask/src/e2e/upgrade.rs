@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use super::config::{expect, kimi_has_stop_hook, parse_json_output, read_json};
+use super::config::{expect, kimi_has_stop_hook, read_json};
 use super::fake_model::{Dialect, FakeModel, Script};
 use super::sandbox::Sandbox;
 use super::{Ctx, Missing, agents};
@@ -196,24 +196,7 @@ fn opencode(ctx: &Ctx, sb: &Sandbox) -> Result<()> {
         bail!("the gate plugin was not moved from .opencode/plugin/ to .opencode/plugins/");
     }
     let before = std::fs::read(sb.repo.join("opencode.jsonc"))?;
-    let out = sb.run(
-        ctx.tools.bin.join("opencode"),
-        &["debug", "config"],
-        ctx.timeout,
-    )?;
-    expect(
-        out.success(),
-        "`opencode debug config` rejected the upgraded config",
-        &out,
-    )?;
-    let config = parse_json_output(&out.stdout)
-        .with_context(|| format!("`opencode debug config` printed no JSON\n{}", out.report()))?;
-    let entry = config.pointer("/mcp/memory").with_context(|| {
-        format!(
-            "`opencode debug config` has no mcp.memory\n{}",
-            out.report()
-        )
-    })?;
+    let entry = super::config::resolved_memory_entry(ctx, sb, "the upgraded config")?;
     if entry.get("type") != Some(&json!("local"))
         || entry.get("command") != Some(&json!(["memloop", "serve"]))
     {
