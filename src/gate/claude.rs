@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::jsonl::{self, Cursor, Resume};
+use super::jsonl::{self, Cursor};
 use super::rules::ToolSets;
 use super::state::{self, State};
 
@@ -186,19 +186,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Lenient<T> {
 /// Reads what was appended to the transcript since the last check into `state`.
 pub fn collect(state: &mut State, transcript: &Path, tools: &ToolSets) -> anyhow::Result<()> {
     let mut file = state::open_log(transcript)?;
-    let resume = Cursor::resume(state.cursors.first(), transcript, &mut file)
-        .with_context(|| format!("cannot read {}", transcript.display()))?;
-    let verified = match resume {
-        Resume::At(_) => state.cursors.first().cloned(),
-        Resume::New | Resume::Restart => None,
-    };
-    let offset = match resume {
-        Resume::At(offset) => offset,
-        Resume::New | Resume::Restart => {
-            state.start_over();
-            0
-        }
-    };
+    let (offset, verified) = state.resume_single(transcript, &mut file)?;
     let end = jsonl::read_rows(&file, offset, b"\"assistant\"", |row: Row| {
         apply(state, row, tools)
     })

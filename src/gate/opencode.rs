@@ -16,7 +16,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::jsonl::{self, Cursor, Resume};
+use super::jsonl::{self, Cursor};
 use super::rules::ToolSets;
 use super::state::{State, Store};
 
@@ -103,19 +103,7 @@ pub fn collect(
             return Err(err).with_context(|| format!("cannot read {}", ledger.display()));
         }
         Ok(mut file) => {
-            let resume = Cursor::resume(state.cursors.first(), ledger, &mut file)
-                .with_context(|| format!("cannot read {}", ledger.display()))?;
-            let verified = match resume {
-                Resume::At(_) => state.cursors.first().cloned(),
-                Resume::New | Resume::Restart => None,
-            };
-            let offset = match resume {
-                Resume::At(offset) => offset,
-                Resume::New | Resume::Restart => {
-                    state.start_over();
-                    0
-                }
-            };
+            let (offset, verified) = state.resume_single(ledger, &mut file)?;
             let end = jsonl::read_rows(&file, offset, b"tool", |row: LedgerRow| {
                 if let Some(tool) = row.tool {
                     let name = canonical_tool(&tool, server);

@@ -21,7 +21,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::jsonl::Cursor;
+use super::jsonl::{Cursor, Resume};
 use super::rules::Session;
 
 const VERSION: u32 = 1;
@@ -57,6 +57,24 @@ impl State {
         let blocked_last = self.blocked_last;
         *self = State::fresh();
         self.blocked_last = blocked_last;
+    }
+
+    /// Where to go on reading a session's only log: the saved offset and the cursor that
+    /// confirmed it, or byte 0 (everything forgotten) when the log is new, truncated or replaced.
+    pub fn resume_single(
+        &mut self,
+        path: &Path,
+        file: &mut File,
+    ) -> anyhow::Result<(u64, Option<Cursor>)> {
+        let resume = Cursor::resume(self.cursors.first(), path, file)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        Ok(match resume {
+            Resume::At(offset) => (offset, self.cursors.first().cloned()),
+            Resume::New | Resume::Restart => {
+                self.start_over();
+                (0, None)
+            }
+        })
     }
 }
 
