@@ -152,6 +152,19 @@ fn the_retry_after_a_block_is_let_through() {
 }
 
 #[test]
+fn the_retry_after_a_block_is_let_through_even_without_a_transcript() {
+    let gate = Gate::new();
+    let missing = gate.path("gone.jsonl");
+    let run = gate.claude("s", &missing, true);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        gate.claude("s", &missing, false).code,
+        1,
+        "without stop_hook_active it is the gate's own failure"
+    );
+}
+
+#[test]
 fn failure_story_short_session_that_edits_and_stores_nothing_is_flagged() {
     let gate = Gate::new();
     let transcript = gate.path("t.jsonl");

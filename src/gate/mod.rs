@@ -171,10 +171,15 @@ fn stop(agent: Agent) -> anyhow::Result<Outcome> {
     let (slot, mut state, active) = match agent {
         Agent::Claude => {
             let input = claude::parse_input(&input)?;
-            let transcript = std::path::absolute(&input.transcript)
-                .with_context(|| format!("cannot resolve {}", input.transcript.display()))?;
             let (mut state, slot) = store.load(name, &input.session_id)?;
-            claude::collect(&mut state, &transcript, &tools)?;
+            let read = std::path::absolute(&input.transcript)
+                .with_context(|| format!("cannot resolve {}", input.transcript.display()))
+                .and_then(|transcript| claude::collect(&mut state, &transcript, &tools));
+            match read {
+                // The retry after a block is let through, whatever became of the transcript.
+                Err(_) if input.stop_hook_active => return Ok(Outcome::Allow(settings.note)),
+                other => other?,
+            }
             (slot, state, input.stop_hook_active)
         }
         Agent::Kimi => {
