@@ -4,6 +4,7 @@ use anyhow::{Result, bail};
 
 use super::config::expect;
 use super::fake_model::{Dialect, FakeModel, Script};
+use super::proc::Output;
 use super::sandbox::Sandbox;
 use super::{Ctx, agents, memloop};
 
@@ -73,6 +74,38 @@ pub fn opencode(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
 pub fn kimi(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     ctx.caps.need_serve()?;
     memloop::install(sb, &ctx.caps, ctx.hand_written, None)?;
+    let run = kimi_offers_memory(ctx, sb)?;
+    expect(
+        !run.out.stderr.contains("not trusted"),
+        "Kimi did not trust the workspace, so it skipped the project MCP servers",
+        &run.out,
+    )?;
+    expect(
+        !run.out.stderr.contains("Ignored invalid config section"),
+        "Kimi ignores a config section memloop wrote",
+        &run.out,
+    )?;
+    if !run.offered {
+        bail!(
+            "Kimi offered the model no mcp__memory__memory_store ({})\n{}",
+            run.report,
+            run.out.report()
+        );
+    }
+    Ok(())
+}
+
+/// What one `kimi -p` against a fake model showed about memloop's server.
+pub struct KimiRun {
+    /// The model was offered `mcp__memory__memory_store`.
+    pub offered: bool,
+    /// The tools offered and Kimi's log lines about MCP, for a failure message.
+    pub report: String,
+    pub out: Output,
+}
+
+/// Trusts the workspace and runs one `kimi -p` against a fake model.
+pub fn kimi_offers_memory(ctx: &Ctx, sb: &mut Sandbox) -> Result<KimiRun> {
     agents::kimi_trust(sb)?;
     let fake = FakeModel::start(
         Dialect::OpenAi,
@@ -93,32 +126,22 @@ pub fn kimi(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     )?;
     let _ = std::fs::write(sb.root.join("model-requests.jsonl"), fake.dump());
     expect(out.success(), "`kimi -p` failed", &out)?;
-    expect(
-        !out.stderr.contains("not trusted"),
-        "Kimi did not trust the workspace, so it skipped the project MCP servers",
-        &out,
-    )?;
-    expect(
-        !out.stderr.contains("Ignored invalid config section"),
-        "Kimi ignores a config section memloop wrote",
-        &out,
-    )?;
     let calls = fake.model_calls();
     let Some(first) = calls.first() else {
         bail!("Kimi sent no request to the fake model\n{}", out.report());
     };
     let conv = first.conversation(Dialect::OpenAi);
     let names: Vec<&str> = conv.tools.iter().map(|t| t.name.as_str()).collect();
-    if !names.contains(&"mcp__memory__memory_store") {
-        let log =
-            std::fs::read_to_string(sb.kimi_home.join("logs/kimi-code.log")).unwrap_or_default();
-        let mcp_log: Vec<&str> = log.lines().filter(|l| l.contains("mcp")).collect();
-        bail!(
-            "Kimi offered the model no mcp__memory__memory_store (tools: {})\nKimi's log about MCP:\n{}\n{}",
-            names.join(", "),
-            super::proc::tail(&mcp_log.join("\n"), 4000),
-            out.report()
-        );
-    }
-    Ok(())
+    let log = std::fs::read_to_string(sb.kimi_home.join("logs/kimi-code.log")).unwrap_or_default();
+    let mcp: Vec<&str> = log.lines().filter(|l| l.contains("mcp")).collect();
+    let report = format!(
+        "tools offered: {}\nKimi's log about MCP:\n{}",
+        names.join(", "),
+        super::proc::tail(&mcp.join("\n"), 4000)
+    );
+    Ok(KimiRun {
+        offered: names.contains(&"mcp__memory__memory_store"),
+        report,
+        out,
+    })
 }

@@ -12,7 +12,6 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use super::config::{expect, kimi_has_stop_hook, read_json};
-use super::fake_model::{Dialect, FakeModel, Script};
 use super::sandbox::Sandbox;
 use super::{Ctx, Missing, agents};
 
@@ -241,7 +240,9 @@ fn kimi(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         );
     }
     // doctor does not read mcp.json: one prompt shows which MCP tools Kimi really loaded.
-    let (offered, report) = kimi_offers_memory(ctx, sb)?;
+    let super::connected::KimiRun {
+        offered, report, ..
+    } = super::connected::kimi_offers_memory(ctx, sb)?;
     if !offered {
         bail!("after the upgrade Kimi offered no mcp__memory__memory_store\n{report}");
     }
@@ -253,7 +254,9 @@ fn kimi(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         &user_mcp,
         &upgraded.replace("\"http\"", "\"streamable-http\""),
     )?;
-    let (offered, report) = kimi_offers_memory(ctx, sb)?;
+    let super::connected::KimiRun {
+        offered, report, ..
+    } = super::connected::kimi_offers_memory(ctx, sb)?;
     write(&user_mcp, &upgraded)?;
     if offered {
         bail!(
@@ -262,42 +265,4 @@ fn kimi(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// Runs one `kimi -p` against a fake model: whether it offered `mcp__memory__memory_store`,
-/// and what to show when that was not what was expected.
-fn kimi_offers_memory(ctx: &Ctx, sb: &mut Sandbox) -> Result<(bool, String)> {
-    agents::kimi_trust(sb)?;
-    let fake = FakeModel::start(
-        Dialect::OpenAi,
-        Script {
-            repo: sb.repo.clone(),
-            writes: 0,
-            write_tool: "Write".into(),
-            store_tool: "mcp__memory__memory_store".into(),
-            lookup_tool: None,
-            latency: ctx.model_latency,
-        },
-    )?;
-    agents::kimi_model_env(sb, &fake.base_url());
-    let out = sb.run(
-        ctx.tools.bin.join("kimi"),
-        &["-p", "Say hello.", "--output-format", "stream-json"],
-        ctx.timeout,
-    )?;
-    expect(out.success(), "`kimi -p` failed", &out)?;
-    let calls = fake.model_calls();
-    let Some(first) = calls.first() else {
-        bail!("Kimi sent no request to the fake model\n{}", out.report());
-    };
-    let conv = first.conversation(Dialect::OpenAi);
-    let names: Vec<&str> = conv.tools.iter().map(|t| t.name.as_str()).collect();
-    let log = std::fs::read_to_string(sb.kimi_home.join("logs/kimi-code.log")).unwrap_or_default();
-    let mcp: Vec<&str> = log.lines().filter(|l| l.contains("mcp")).collect();
-    let report = format!(
-        "tools offered: {}\nKimi's log about MCP:\n{}",
-        names.join(", "),
-        super::proc::tail(&mcp.join("\n"), 4000)
-    );
-    Ok((names.contains(&"mcp__memory__memory_store"), report))
 }
