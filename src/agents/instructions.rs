@@ -112,6 +112,9 @@ pub fn plan(root: &Path, layout: Layout, agents: &[AgentId]) -> anyhow::Result<V
     let rules = |path: PathBuf, display: &str, readers: Vec<AgentId>| {
         block_target(root, path, display, RULES, readers)
     };
+    // CLAUDE.md holding only `@AGENTS.md`, when AGENTS.md carries the rules.
+    let import =
+        |path: PathBuf| block_target(root, path, "CLAUDE.md", IMPORT, vec![AgentId::Claude]);
 
     if !needs_agents_md {
         out.push(rules(
@@ -159,13 +162,7 @@ pub fn plan(root: &Path, layout: Layout, agents: &[AgentId]) -> anyhow::Result<V
             let claude_missing = claude == Found::Missing;
             out.push(rules(agents_real, "AGENTS.md", others(agents)));
             if claude_missing || layout == Layout::Import || imports_agents_md(&claude) {
-                out.push(block_target(
-                    root,
-                    claude_real,
-                    "CLAUDE.md",
-                    IMPORT,
-                    vec![AgentId::Claude],
-                ));
+                out.push(import(claude_real));
             } else {
                 out.push(rules(claude_real, "CLAUDE.md", vec![AgentId::Claude]));
             }
@@ -191,13 +188,7 @@ pub fn plan(root: &Path, layout: Layout, agents: &[AgentId]) -> anyhow::Result<V
                 );
             }
             out.push(agents_target);
-            out.push(block_target(
-                root,
-                claude_real,
-                "CLAUDE.md",
-                IMPORT,
-                vec![AgentId::Claude],
-            ));
+            out.push(import(claude_real));
         }
     }
     Ok(out)
