@@ -6,9 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::{Repo, interactive, refused, report};
-use crate::agents::instructions::inspect;
 use crate::engine::apply::{Lock, apply, remove_created_dirs};
-use crate::engine::{Change, Content, Mode};
+use crate::engine::{Change, Mode};
 use crate::target::{Desired, Scope, Target};
 
 #[derive(Debug, clap::Args)]
@@ -105,20 +104,19 @@ fn forgotten_files(repo: &Repo, planned: &[Change]) -> anyhow::Result<Vec<Change
         {
             continue;
         }
-        let before = match inspect(path)? {
-            crate::agents::instructions::Found::Missing => Content::Missing,
-            crate::agents::instructions::Found::Link { target, .. } => Content::Link { target },
-            crate::agents::instructions::Found::File { bytes } => Content::File {
-                text: String::from_utf8_lossy(&bytes).into_owned(),
-            },
+        // A file that is no longer text is not memloop's to restore either.
+        let before = match crate::engine::read(path, &path.display().to_string()) {
+            Ok(content) => Some(content),
+            Err(crate::engine::PlanError::Refused(_)) => None,
+            Err(crate::engine::PlanError::Other(err)) => return Err(err),
         };
-        if !repo.state.unchanged_since_write(path, &before) {
+        let Some(before) = before.filter(|b| repo.state.unchanged_since_write(path, b)) else {
             eprintln!(
                 "memloop: {} changed since memloop wrote it and memloop.toml no longer names it; left as it is",
                 path.display()
             );
             continue;
-        }
+        };
         let inside = path.strip_prefix(&repo.state.root).ok();
         out.push(Change {
             target: Target {

@@ -204,7 +204,7 @@ fn plan_one(
 }
 
 /// Reads a path without following a final symlink into a file outside memloop's control.
-fn read(path: &Path, display: &str) -> Result<Content, PlanError> {
+pub fn read(path: &Path, display: &str) -> Result<Content, PlanError> {
     let found = inspect(path)?;
     Content::from_found(found).map_err(|_| {
         let bytes = fs_err::read(path).unwrap_or_default();
