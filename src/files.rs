@@ -50,6 +50,48 @@ pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     }
 }
 
+/// An exclusive lock on a file, released when dropped (or by the kernel when the process dies).
+pub struct FileLock {
+    file: std::fs::File,
+}
+
+impl FileLock {
+    fn open(path: &Path) -> anyhow::Result<std::fs::File> {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .with_context(|| format!("could not open the lock file {}", path.display()))
+    }
+
+    /// Waits until the lock is free.
+    pub fn acquire(path: &Path) -> anyhow::Result<FileLock> {
+        let file = FileLock::open(path)?;
+        file.lock()
+            .with_context(|| format!("could not lock {}", path.display()))?;
+        Ok(FileLock { file })
+    }
+
+    /// The lock if nobody holds it right now; `None` when someone else does.
+    pub fn try_acquire(path: &Path) -> anyhow::Result<Option<FileLock>> {
+        let file = FileLock::open(path)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(FileLock { file })),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(err)) => {
+                Err(err).with_context(|| format!("could not lock {}", path.display()))
+            }
+        }
+    }
+}
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        let _ = self.file.unlock();
+    }
+}
+
 /// Writes durably through a temporary file in the same folder renamed into place, keeping the
 /// permissions of the file it replaces: a crash leaves the old bytes or the new, never half.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
@@ -128,5 +170,16 @@ mod tests {
             .collect();
         assert_eq!(names, ["a.md"]);
         assert!(is_temp_name(".a.md.Xy12ab.tmp") && !is_temp_name("a.md"));
+    }
+
+    #[test]
+    fn the_lock_excludes_a_second_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lock");
+        let held = FileLock::acquire(&path).unwrap();
+        let other = std::fs::File::options().write(true).open(&path).unwrap();
+        assert!(other.try_lock().is_err());
+        drop(held);
+        assert!(other.try_lock().is_ok());
     }
 }

@@ -1,7 +1,6 @@
 //! Writing a plan as one transaction: lock, check nothing changed since it was read, write each
 //! file atomically (temporary file + rename, permissions kept), roll back on any failure.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
@@ -9,11 +8,11 @@ use anyhow::{Context as _, bail};
 use super::state::InstallState;
 use super::{Change, Content, read};
 use crate::agents::instructions::make_symlink;
-use crate::files::{create_private_dir, write_atomic};
+use crate::files::{FileLock, create_private_dir, write_atomic};
 
 /// Held while a command writes; released on drop.
 pub struct Lock {
-    _file: File,
+    _held: FileLock,
 }
 
 impl Lock {
@@ -23,15 +22,9 @@ impl Lock {
         if let Some(dir) = path.parent() {
             create_private_dir(dir)?;
         }
-        let file = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .with_context(|| format!("cannot open the lock file {}", path.display()))?;
-        file.lock()
-            .with_context(|| format!("cannot lock {}", path.display()))?;
-        Ok(Lock { _file: file })
+        Ok(Lock {
+            _held: FileLock::acquire(&path)?,
+        })
     }
 }
 

@@ -1,55 +1,9 @@
-//! The concurrency primitives: one write lock per repository, ids and timestamps. Files are
-//! replaced with `crate::files::write_atomic_with`, so a reader never takes the lock: every file
-//! it can see was renamed into place complete, old bytes or new, never half of a write.
+//! Ids and timestamps of notes. Writers hold `crate::files::FileLock` and replace files with
+//! `crate::files::write_atomic_with`, so a reader never takes the lock: every file it can see
+//! was renamed into place complete, old bytes or new, never half of a write.
 
-use std::fs::{File, OpenOptions};
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
-
-use anyhow::Context;
-
-/// Exclusive while held; released when dropped (or when the process dies, by the kernel).
-pub struct WriteLock {
-    file: File,
-}
-
-impl WriteLock {
-    pub fn acquire(path: &Path) -> anyhow::Result<WriteLock> {
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path)
-            .with_context(|| format!("could not open the lock file {}", path.display()))?;
-        file.lock()
-            .with_context(|| format!("could not lock {}", path.display()))?;
-        Ok(WriteLock { file })
-    }
-
-    /// The lock if nobody holds it right now; `None` when another writer does.
-    pub fn try_acquire(path: &Path) -> anyhow::Result<Option<WriteLock>> {
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path)
-            .with_context(|| format!("could not open the lock file {}", path.display()))?;
-        match file.try_lock() {
-            Ok(()) => Ok(Some(WriteLock { file })),
-            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-            Err(std::fs::TryLockError::Error(err)) => {
-                Err(err).with_context(|| format!("could not lock {}", path.display()))
-            }
-        }
-    }
-}
-
-impl Drop for WriteLock {
-    fn drop(&mut self) {
-        let _ = self.file.unlock();
-    }
-}
 
 /// Milliseconds since the Unix epoch.
 pub fn now_millis() -> u64 {
@@ -122,16 +76,5 @@ mod tests {
         assert!(id.starts_with("n-20261130-095501-"), "{id}");
         assert_eq!(id.len(), "n-20261130-095501-7f3a9c".len());
         assert_ne!(new_id("n", millis), new_id("n", millis));
-    }
-
-    #[test]
-    fn the_lock_excludes_a_second_holder() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("lock");
-        let held = WriteLock::acquire(&path).unwrap();
-        let other = File::options().write(true).open(&path).unwrap();
-        assert!(other.try_lock().is_err());
-        drop(held);
-        assert!(other.try_lock().is_ok());
     }
 }

@@ -14,10 +14,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 
-use super::files::{WriteLock, new_id, now_millis, timestamp};
+use super::files::{new_id, now_millis, timestamp};
 use super::record::{Note, Record, Route};
 use super::search::{Index, Slot, query_terms};
-use crate::files::{is_temp_name, write_atomic_with as write_atomic};
+use crate::files::{FileLock, is_temp_name, write_atomic_with as write_atomic};
 
 pub const MEMLOOP_DIR: &str = ".memloop";
 const CACHE_VERSION: u32 = 1;
@@ -409,7 +409,7 @@ impl Store {
             let lock_path = store.lock_path();
             match store
                 .ensure_layout()
-                .and_then(|()| WriteLock::try_acquire(&lock_path))
+                .and_then(|()| FileLock::try_acquire(&lock_path))
             {
                 Ok(lock) => lock,
                 Err(err) => {
@@ -555,7 +555,7 @@ impl Store {
         op: impl FnOnce(&mut Store) -> anyhow::Result<R>,
     ) -> anyhow::Result<R> {
         self.ensure_layout()?;
-        let _lock = WriteLock::acquire(&self.lock_path())?;
+        let _lock = FileLock::acquire(&self.lock_path())?;
         self.refresh_with(true)?;
         let out = op(self)?;
         let generation = self.signature().generation.wrapping_add(1);
