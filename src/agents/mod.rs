@@ -6,6 +6,7 @@ pub mod detect;
 pub mod instructions;
 pub mod kimi;
 pub mod opencode;
+pub mod version;
 
 use std::path::{Path, PathBuf};
 

@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::{EXIT_DRIFT, Repo, refused, report};
+use crate::agents::version;
 use crate::engine::apply::{Lock, apply};
 use crate::engine::{Content, PlanError};
-use crate::upgrade::{self, Applied, Env, MIGRATIONS, version};
+use crate::upgrade::{self, Applied, Env, MIGRATIONS};
 
 #[derive(Debug, clap::Args)]
 pub struct UpgradeArgs {
@@ -119,7 +120,9 @@ pub fn run(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
     }
     repo.state.save(&repo.root)?;
     // The legacy plugin folder goes when the move left it empty.
-    let legacy = repo.root.join(upgrade::opencode::LEGACY_PLUGIN_DIR);
+    let legacy = repo
+        .root
+        .join(crate::agents::opencode::upgrade::LEGACY_PLUGIN_DIR);
     if only
         .iter()
         .any(|c| c.after == Content::Missing && c.write_path.parent() == Some(legacy.as_path()))

@@ -18,15 +18,12 @@
 //! - kimi: `config-toml`, `hooks`, `hooks-home`, `trust`, `transport`, `mcp-json`,
 //!   `agents-md-size`
 
-pub mod claude;
 pub mod drift;
 pub mod finding;
 pub mod format;
 pub mod instructions;
-pub mod kimi;
 pub mod live;
 pub mod locate;
-pub mod opencode;
 pub mod probe;
 pub mod wiring;
 
@@ -35,7 +32,7 @@ use std::time::Duration;
 
 pub use finding::{AgentStatus, Drift, Finding, Group, Report, Severity, Summary};
 
-use crate::agents::{self, Context, Wanted};
+use crate::agents::{self, Context, Wanted, claude, kimi, opencode};
 use crate::commands::Repo;
 use crate::config::AgentId;
 use crate::edit::Refusal;
@@ -229,13 +226,13 @@ pub fn examine(repo: &Repo, options: &Options) -> Report {
     instructions::check(&mut doctor);
     wiring::check(&mut doctor);
     if doctor.enabled(AgentId::Claude) {
-        claude::check(&mut doctor);
+        claude::doctor::check(&mut doctor);
     }
     if doctor.enabled(AgentId::Opencode) {
-        opencode::check(&mut doctor);
+        opencode::doctor::check(&mut doctor);
     }
     if doctor.enabled(AgentId::Kimi) {
-        kimi::check(&mut doctor);
+        kimi::doctor::check(&mut doctor);
     }
     upgrade(&mut doctor);
     if options.live {

@@ -40,12 +40,12 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use serde_json::Value;
 
+use crate::agents::claude::gate as claude;
+use crate::agents::kimi::gate as kimi;
+use crate::agents::opencode::gate as opencode;
 use crate::config::{self, Config, GateConfig};
 
-pub mod claude;
 pub mod jsonl;
-pub mod kimi;
-pub mod opencode;
 pub mod rules;
 pub mod state;
 
@@ -240,7 +240,7 @@ fn read_input() -> anyhow::Result<Value> {
 }
 
 /// The first of `keys` holding a non-empty string.
-fn text_field(input: &Value, keys: &[&str]) -> Option<String> {
+pub fn text_field(input: &Value, keys: &[&str]) -> Option<String> {
     keys.iter()
         .filter_map(|key| input.get(*key).and_then(Value::as_str))
         .find(|text| !text.is_empty())
@@ -248,7 +248,7 @@ fn text_field(input: &Value, keys: &[&str]) -> Option<String> {
 }
 
 /// A flag that is only set by `true` (or `"true"`); anything else leaves it unset.
-fn flag_field(input: &Value, key: &str) -> bool {
+pub fn flag_field(input: &Value, key: &str) -> bool {
     match input.get(key) {
         Some(Value::Bool(flag)) => *flag,
         Some(Value::String(text)) => text == "true",

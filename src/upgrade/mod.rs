@@ -4,15 +4,15 @@
 //! migrations see earlier rewrites; the result is a list of engine changes, applied in one
 //! transaction by the command (`commands::upgrade`) or shown as diffs.
 
-pub mod claude;
 pub mod files;
-pub mod kimi;
 pub mod memloop;
-pub mod opencode;
-pub mod version;
 
 use std::path::PathBuf;
 
+use crate::agents::claude::upgrade as claude;
+use crate::agents::kimi::upgrade as kimi;
+use crate::agents::opencode::upgrade as opencode;
+use crate::agents::version;
 use crate::agents::{self, Context};
 use crate::commands::Repo;
 use crate::config::AgentId;

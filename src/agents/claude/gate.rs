@@ -18,9 +18,9 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::jsonl::{self, Cursor};
-use super::rules::ToolSets;
-use super::state::{self, State};
+use crate::gate::jsonl::{self, Cursor};
+use crate::gate::rules::ToolSets;
+use crate::gate::state::{self, State};
 
 /// What the gate takes from Claude Code's Stop input.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,15 +31,15 @@ pub struct Input {
 }
 
 pub fn parse_input(input: &Value) -> anyhow::Result<Input> {
-    let session_id =
-        super::text_field(input, &["session_id"]).context("the Stop input has no session_id")?;
-    let Some(transcript) = super::text_field(input, &["transcript_path"]) else {
+    let session_id = crate::gate::text_field(input, &["session_id"])
+        .context("the Stop input has no session_id")?;
+    let Some(transcript) = crate::gate::text_field(input, &["transcript_path"]) else {
         bail!("the Stop input has no transcript_path; is this hook registered under Stop?");
     };
     Ok(Input {
         session_id,
         transcript: expand_home(&transcript),
-        stop_hook_active: super::flag_field(input, "stop_hook_active"),
+        stop_hook_active: crate::gate::flag_field(input, "stop_hook_active"),
     })
 }
 

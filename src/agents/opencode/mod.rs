@@ -2,6 +2,10 @@
 //! `$schema` first so OpenCode never rewrites the file itself; the gate is a plugin file.
 //! Facts: research/opencode.md.
 
+pub mod doctor;
+pub mod gate;
+pub mod upgrade;
+
 use serde_json::{Map, Value, json};
 
 use super::Context;
@@ -57,7 +61,7 @@ pub fn targets(ctx: &Context) -> anyhow::Result<Vec<Target>> {
 /// `disabled` (its documentation; `memloop upgrade` migrates V1 entries).
 pub fn is_v2() -> bool {
     super::detect::installed_version("opencode")
-        .and_then(|line| crate::upgrade::version::Version::find(&line))
+        .and_then(|line| super::version::Version::find(&line))
         .is_some_and(|version| version.0 >= 2)
 }
 

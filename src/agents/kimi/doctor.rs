@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::locate::{JsonFile, Step, read_text};
-use super::{Doctor, Finding};
 use crate::agents::detect::KimiFlavor;
 use crate::agents::kimi::{code_home, legacy_home};
 use crate::config::AgentId;
+use crate::doctor::locate::{JsonFile, Step, read_text};
+use crate::doctor::{Doctor, Finding};
 use crate::edit::json::Dialect;
 
 const AGENT: AgentId = AgentId::Kimi;
@@ -333,7 +333,7 @@ fn wrong_home(d: &mut Doctor, reads: &Path, other: &Path, flavor: KimiFlavor) {
             "hooks-home",
             format!("{display} holds hooks, but the installed {program} reads {reads}; they were written for {version} and never run"),
         )
-        .at(&display, super::locate::line_containing(&text, "hooks"))
+        .at(&display, crate::doctor::locate::line_containing(&text, "hooks"))
         .fix(format!("move the hooks to {reads}/config.toml (`memloop sync --user-scope` writes memloop's there)")),
     );
 }

@@ -1,6 +1,10 @@
 //! Claude Code: the project MCP server in `.mcp.json` and the Stop hook in
 //! `.claude/settings.json` (both strict JSON). Facts: research/claude-code.md.
 
+pub mod doctor;
+pub mod gate;
+pub mod upgrade;
+
 use serde_json::{Map, Value, json};
 
 use super::Context;

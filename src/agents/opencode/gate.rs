@@ -16,9 +16,9 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::jsonl::{self, Cursor};
-use super::rules::ToolSets;
-use super::state::{State, Store};
+use crate::gate::jsonl::{self, Cursor};
+use crate::gate::rules::ToolSets;
+use crate::gate::state::{State, Store};
 
 pub const AGENT: &str = "opencode";
 
@@ -31,9 +31,9 @@ pub struct Record {
 
 pub fn parse_record(input: &Value) -> anyhow::Result<Record> {
     Ok(Record {
-        session_id: super::text_field(input, &["sessionID", "session_id"])
+        session_id: crate::gate::text_field(input, &["sessionID", "session_id"])
             .context("the record input has no sessionID")?,
-        tool: super::text_field(input, &["tool", "tool_name"])
+        tool: crate::gate::text_field(input, &["tool", "tool_name"])
             .context("the record input has no tool")?,
     })
 }
@@ -47,10 +47,10 @@ pub struct StopInput {
 
 pub fn parse_stop(input: &Value) -> anyhow::Result<StopInput> {
     Ok(StopInput {
-        session_id: super::text_field(input, &["session_id", "sessionID"])
+        session_id: crate::gate::text_field(input, &["session_id", "sessionID"])
             .context("the stop input has no session_id")?,
         assistant_messages: input.get("assistant_messages").and_then(Value::as_u64),
-        stop_hook_active: super::flag_field(input, "stop_hook_active"),
+        stop_hook_active: crate::gate::flag_field(input, "stop_hook_active"),
     })
 }
 

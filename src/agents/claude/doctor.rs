@@ -4,9 +4,9 @@
 
 use serde_json::Value;
 
-use super::locate::{JsonFile, Step};
-use super::{Agent, Doctor, Finding};
 use crate::config::AgentId;
+use crate::doctor::locate::{JsonFile, Step};
+use crate::doctor::{Agent, Doctor, Finding};
 use crate::edit::json::Dialect;
 
 const AGENT: AgentId = AgentId::Claude;
@@ -207,7 +207,7 @@ fn hooks(d: &mut Doctor, agent: &Agent, file: &JsonFile) {
         let documented = EVENTS.contains(&event.as_str());
         let too_new_for_this = known_since
             .zip(agent.numbers())
-            .is_some_and(|(since, have)| super::compare(&have, since).is_lt());
+            .is_some_and(|(since, have)| crate::doctor::compare(&have, since).is_lt());
         if !documented || too_new_for_this {
             problems += 1;
             let version = agent.version.as_deref().unwrap_or("an unknown version");
@@ -357,7 +357,7 @@ fn hooks(d: &mut Doctor, agent: &Agent, file: &JsonFile) {
                     (*what == kind_name || handler.contains_key(*what))
                         && agent
                             .numbers()
-                            .is_some_and(|have| super::compare(&have, since).is_lt())
+                            .is_some_and(|have| crate::doctor::compare(&have, since).is_lt())
                 });
                 if let Some((what, since)) = newer {
                     let since = since.map(|n| n.to_string()).join(".");
@@ -553,9 +553,9 @@ fn approval(d: &mut Doctor, settings: &[Settings], user: Option<&JsonFile>) {
     // Approval is a person's answer on their machine: where Claude Code is not installed (CI),
     // a missing one is only worth knowing.
     let severity = if d.agent(AGENT).installed() {
-        super::Severity::Warning
+        crate::doctor::Severity::Warning
     } else {
-        super::Severity::Info
+        crate::doctor::Severity::Info
     };
     let approves = |f: &&JsonFile| {
         f.value

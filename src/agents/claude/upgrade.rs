@@ -15,15 +15,16 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use super::version::Version;
-use super::{Env, Files, Migration, Product, Range};
 use crate::agents::claude::{HOOK_COMMAND, hook_group};
 use crate::agents::instructions;
+use crate::agents::version::Version;
+use crate::agents::version::{Product, Range};
 use crate::config::{AgentId, Layout};
 use crate::edit::json::Dialect;
 use crate::edit::markdown;
 use crate::engine::{self, Content, Mode, PlanError};
 use crate::target::is_hook_group_for;
+use crate::upgrade::{Env, Files, Migration};
 
 const EVERY_VERSION: Range = Range::Versions {
     product: Product::ClaudeCode,

@@ -3,6 +3,10 @@
 //! project hooks). Legacy kimi-cli 1.x reads `~/.kimi/config.toml` and `~/.kimi/mcp.json`.
 //! Facts: research/kimi.md.
 
+pub mod doctor;
+pub mod gate;
+pub mod upgrade;
+
 use std::path::PathBuf;
 
 use anyhow::bail;

@@ -16,9 +16,9 @@ use anyhow::{Context, bail};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::jsonl::{self, Cursor, Resume};
-use super::rules::ToolSets;
-use super::state::{self, State};
+use crate::gate::jsonl::{self, Cursor, Resume};
+use crate::gate::rules::ToolSets;
+use crate::gate::state::{self, State};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Input {
@@ -27,11 +27,11 @@ pub struct Input {
 }
 
 pub fn parse_input(input: &Value) -> anyhow::Result<Input> {
-    let session_id =
-        super::text_field(input, &["session_id"]).context("the Stop input has no session_id")?;
+    let session_id = crate::gate::text_field(input, &["session_id"])
+        .context("the Stop input has no session_id")?;
     Ok(Input {
         session_id,
-        stop_hook_active: super::flag_field(input, "stop_hook_active"),
+        stop_hook_active: crate::gate::flag_field(input, "stop_hook_active"),
     })
 }
 

@@ -5,10 +5,10 @@
 
 use serde_json::Value;
 
-use super::locate::{JsonFile, Step};
-use super::{Doctor, Finding};
 use crate::agents::opencode::PLUGIN_PATH;
 use crate::config::AgentId;
+use crate::doctor::locate::{JsonFile, Step};
+use crate::doctor::{Doctor, Finding};
 use crate::edit::json::Dialect;
 
 const AGENT: AgentId = AgentId::Opencode;
@@ -59,7 +59,7 @@ pub fn check(d: &mut Doctor) {
 
 /// Both twins in one folder: OpenCode >= 1.14 lets `opencode.jsonc` win a conflicting key
 /// (1.2.x: `opencode.json`).
-fn twins(d: &mut Doctor, files: &[JsonFile], agent: &super::Agent) {
+fn twins(d: &mut Doctor, files: &[JsonFile], agent: &crate::doctor::Agent) {
     let [json, jsonc] = files else {
         return;
     };

@@ -17,13 +17,14 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 use toml_edit::TableLike;
 
-use super::version::Version;
-use super::{Env, Files, Migration, Product, Range};
 use crate::agents::kimi::{HOOK_COMMAND, hook_entry, server_entry};
+use crate::agents::version::Version;
+use crate::agents::version::{Product, Range};
 use crate::config::AgentId;
 use crate::edit::json::Dialect;
 use crate::edit::toml::TomlDoc;
 use crate::engine::PlanError;
+use crate::upgrade::{Env, Files, Migration};
 
 const KIMI_CODE: Range = Range::Versions {
     product: Product::KimiCode,

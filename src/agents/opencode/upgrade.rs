@@ -15,13 +15,14 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use super::version::Version;
-use super::{Env, Files, Migration, Product, Range};
 use crate::agents::opencode::{PLUGIN_PATH, SCHEMA_URL, server_entry, v2_entry};
+use crate::agents::version::Version;
+use crate::agents::version::{Product, Range};
 use crate::config::AgentId;
 use crate::edit::json::Dialect;
 use crate::engine::{Content, PlanError};
 use crate::gate::OPENCODE_PLUGIN;
+use crate::upgrade::{Env, Files, Migration};
 
 /// The legacy plugin folder, removed after the move when nothing else is in it.
 pub const LEGACY_PLUGIN_DIR: &str = ".opencode/plugin";
