@@ -14,6 +14,8 @@ pub mod engine;
 pub mod files;
 pub mod gate;
 pub mod position;
+pub mod repo;
+pub mod report;
 pub mod serve;
 pub mod target;
 pub mod upgrade;

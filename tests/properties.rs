@@ -3,10 +3,11 @@
 
 use std::path::Path;
 
-use memloop::agents::{self, Context};
+use memloop::agents;
 use memloop::config::{AgentId, Config};
 use memloop::engine::state::InstallState;
 use memloop::engine::{self, Content, Mode, apply::apply};
+use memloop::repo::Context;
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 

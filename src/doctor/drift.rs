@@ -8,12 +8,12 @@ use serde_json::Value;
 
 use super::locate::{Step, json_line, line_containing};
 use super::{Doctor, Drift, Finding, Group, Severity};
-use crate::commands::report;
 use crate::edit::json::{Dialect, JsonDoc};
 use crate::edit::markdown::{self, BLOCK_VERSION};
 use crate::edit::text::Encoding;
 use crate::edit::toml::{Entry, EntryValue};
 use crate::engine::{self, Change, Content, Mode};
+use crate::report;
 use crate::target::{Desired, Format, Fragment, Scope, Target, is_hook_group_for};
 
 /// Keys memloop writes in a server entry, in any agent's file: an entry made only of these was

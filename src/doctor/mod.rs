@@ -32,10 +32,10 @@ use std::time::Duration;
 
 pub use finding::{AgentStatus, Drift, Finding, Group, Report, Severity, Summary};
 
-use crate::agents::{self, Context, Wanted, claude, kimi, opencode};
-use crate::commands::Repo;
+use crate::agents::{self, Wanted, claude, kimi, opencode};
 use crate::config::AgentId;
 use crate::edit::Refusal;
+use crate::repo::{Context, Repo};
 
 /// What the user asked for.
 #[derive(Debug, Clone)]

@@ -9,14 +9,14 @@ pub mod memloop;
 
 use std::path::PathBuf;
 
+use crate::agents;
 use crate::agents::claude::upgrade as claude;
 use crate::agents::kimi::upgrade as kimi;
 use crate::agents::opencode::upgrade as opencode;
 use crate::agents::version;
-use crate::agents::{self, Context};
-use crate::commands::Repo;
 use crate::config::AgentId;
 use crate::engine::PlanError;
+use crate::repo::{Context, Repo};
 pub use files::Files;
 pub use version::{Installed, Product, Range};
 

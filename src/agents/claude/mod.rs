@@ -7,9 +7,9 @@ pub mod upgrade;
 
 use serde_json::{Map, Value, json};
 
-use super::Context;
 use crate::config::{AgentId, Transport};
 use crate::edit::json::Dialect;
+use crate::repo::Context;
 use crate::target::{Desired, Format, Fragment, Scope, Target};
 
 pub const HOOK_COMMAND: &str = "memloop hook stop --agent claude";

@@ -12,11 +12,11 @@ use std::path::PathBuf;
 use anyhow::bail;
 use serde_json::{Map, Value, json};
 
-use super::Context;
 use super::detect::KimiFlavor;
 use crate::config::{AgentId, Piece, Transport, env_pieces};
 use crate::edit::json::Dialect;
 use crate::edit::toml::{Entry, EntryValue};
+use crate::repo::Context;
 use crate::target::{Desired, Format, Fragment, Scope, Target};
 
 pub const HOOK_COMMAND: &str = "memloop hook stop --agent kimi";

@@ -8,9 +8,9 @@ pub mod upgrade;
 
 use serde_json::{Map, Value, json};
 
-use super::Context;
 use crate::config::{AgentId, Piece, Transport, env_pieces};
 use crate::edit::json::Dialect;
+use crate::repo::Context;
 use crate::target::{Desired, Format, Fragment, Scope, Target};
 
 pub const SCHEMA_URL: &str = "https://opencode.ai/config.json";
