@@ -63,7 +63,7 @@ pub fn main() -> ExitCode {
         }
         Command::Upgrade(args) => crate::commands::upgrade::run(args),
         Command::Uninstall(args) => crate::commands::uninstall::run(args),
-        Command::Hook(args) => crate::gate::run(args),
+        Command::Hook(args) => crate::gate::run(args, &|id| crate::agents::of(id).gate()),
         Command::Serve(args) => crate::serve::run(args),
     };
     match result {

@@ -59,6 +59,16 @@ impl AgentId {
         }
     }
 
+    /// Every agent's name, for a message: `claude, opencode or kimi`.
+    pub fn choices() -> String {
+        let names: Vec<&str> = AgentId::ALL.iter().map(|a| a.as_str()).collect();
+        match names.split_last() {
+            Some((last, [])) => (*last).to_owned(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        }
+    }
+
     pub fn parse(text: &str) -> Option<AgentId> {
         AgentId::ALL
             .into_iter()

@@ -39,7 +39,7 @@ pub fn owned(change: &Change) -> String {
                     format!("{} ({command})", path.join("."))
                 }
                 Fragment::TomlEntry { key, entry } => format!("[[{key}]] {}", entry.identity.1),
-                Fragment::MarkdownBlock { body } if body == crate::agents::instructions::IMPORT => {
+                Fragment::MarkdownBlock { body } if body == crate::instructions::IMPORT => {
                     "@AGENTS.md import".into()
                 }
                 Fragment::MarkdownBlock { .. } => "rules block".into(),

@@ -84,3 +84,9 @@ pub fn is_hook_group_for(group: &Value, command: &str) -> bool {
                     .all(|handler| handler.get("command").and_then(Value::as_str) == Some(command))
         })
 }
+
+/// What the adapters want: the targets, in a stable order, and what they left out (with why).
+pub struct Wanted {
+    pub targets: Vec<Target>,
+    pub skipped: Vec<String>,
+}

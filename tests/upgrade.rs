@@ -276,7 +276,7 @@ fn every_migration_has_a_case_that_applies_it() {
             specs.push_str(&std::fs::read_to_string(path.join("case.toml")).unwrap());
         }
     }
-    for migration in memloop::upgrade::MIGRATIONS {
+    for migration in memloop::agents::migrations() {
         assert!(
             specs.contains(&format!("\"{}\"", migration.id)),
             "no case in tests/upgrade/ applies {}",
@@ -294,7 +294,7 @@ fn list_names_every_migration_with_its_range() {
         .unwrap();
     assert!(out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout);
-    for migration in memloop::upgrade::MIGRATIONS {
+    for migration in memloop::agents::migrations() {
         let line = stdout
             .lines()
             .find(|l| l.starts_with(migration.id))

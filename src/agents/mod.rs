@@ -1,36 +1,119 @@
-//! One adapter per agent: where its files are and which fragments memloop owns in them.
-//! A new agent is a new file here.
+//! The agents memloop knows, one folder each (`claude/`, `opencode/`, `kimi/`): where its files
+//! are and what memloop owns in them, its doctor checks, its gate reader and its migrations,
+//! behind the `Agent` trait. Everything else reaches an agent through `of`, so a new agent is a
+//! new folder, a variant of `AgentId` and one line in `of`.
+//!
+//! What the agents share sits below them: `crate::instructions` (the rules files `CLAUDE.md` and
+//! `AGENTS.md`), `crate::detect` (which programs are installed) and `crate::version` (their
+//! version lines and the ranges migrations apply to).
 
 pub mod claude;
-pub mod detect;
-pub mod instructions;
 pub mod kimi;
 pub mod opencode;
-pub mod version;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
 
 use crate::config::AgentId;
+use crate::doctor::{self, Doctor};
+use crate::gate;
 use crate::repo::Context;
-use crate::target::Target;
+use crate::target::{Target, Wanted};
+use crate::upgrade::{self, Migration};
 
-/// What the adapters want: the targets, in a stable order, and what they left out (with why).
-pub struct Wanted {
-    pub targets: Vec<Target>,
-    pub skipped: Vec<String>,
+/// Everything memloop does that differs from one agent to the next.
+pub trait Agent: Sync {
+    fn id(&self) -> AgentId;
+
+    /// Whether the repository already holds this agent's files (`memloop init` preselects it).
+    fn configured_in(&self, root: &Path) -> bool;
+
+    /// The files this agent reads that memloop owns something in, in a stable order; what is
+    /// left out (and why) goes to `skipped`.
+    fn targets(&self, ctx: &Context, skipped: &mut Vec<String>) -> anyhow::Result<Vec<Target>>;
+
+    /// The doctor's checks of the whole files this agent reads.
+    fn check(&self, d: &mut Doctor);
+
+    /// `doctor --live`: ask the installed program what it loads.
+    fn live(&self, d: &mut Doctor, program: &Path, found: &doctor::Agent);
+
+    /// How the Stop gate reads this agent's tool calls.
+    fn gate(&self) -> &dyn gate::Reader;
+
+    /// What `memloop upgrade` migrates in this agent's files, in the order it runs.
+    fn migrations(&self) -> &'static [Migration];
+}
+
+/// The agent behind `id`.
+pub fn of(id: AgentId) -> &'static dyn Agent {
+    match id {
+        AgentId::Claude => &claude::Claude,
+        AgentId::Opencode => &opencode::Opencode,
+        AgentId::Kimi => &kimi::Kimi,
+    }
+}
+
+/// The agents `memloop.toml` enables, in `AgentId::ALL` order.
+pub fn enabled<'a>(ctx: &'a Context) -> impl Iterator<Item = &'static dyn Agent> + 'a {
+    AgentId::ALL
+        .into_iter()
+        .filter(|id| ctx.enabled(*id))
+        .map(of)
+}
+
+/// Every migration, in the order they run: memloop's own, then each agent's.
+pub fn migrations() -> Vec<&'static Migration> {
+    upgrade::MEMLOOP
+        .iter()
+        .chain(AgentId::ALL.into_iter().flat_map(|id| of(id).migrations()))
+        .collect()
 }
 
 /// Every file memloop owns something in, for the enabled agents.
 pub fn wanted(ctx: &Context) -> anyhow::Result<Wanted> {
-    let mut targets = instructions::plan(ctx.root, ctx.config.layout, &ctx.config.agents)?;
+    let mut targets = crate::instructions::plan(ctx.root, ctx.config.layout, &ctx.config.agents)?;
     let mut skipped = Vec::new();
-    for agent in AgentId::ALL {
-        if !ctx.enabled(agent) {
-            continue;
-        }
-        targets.extend(match agent {
-            AgentId::Claude => claude::targets(ctx)?,
-            AgentId::Opencode => opencode::targets(ctx)?,
-            AgentId::Kimi => kimi::targets(ctx, detect::kimi_flavor(), &mut skipped)?,
-        });
+    for agent in enabled(ctx) {
+        targets.extend(agent.targets(ctx, &mut skipped)?);
     }
     Ok(Wanted { targets, skipped })
+}
+
+#[cfg(test)]
+mod table {
+    use super::*;
+
+    #[test]
+    fn each_agent_answers_to_its_own_id() {
+        for id in AgentId::ALL {
+            assert_eq!(of(id).id(), id);
+        }
+    }
+
+    #[test]
+    fn migration_ids_are_unique_and_named_after_their_agent() {
+        let all = migrations();
+        let mut ids: Vec<&str> = all.iter().map(|m| m.id).collect();
+        for m in &all {
+            let prefix = m.agent.map_or("memloop", AgentId::as_str);
+            assert!(
+                m.id.starts_with(prefix),
+                "{} should start with {prefix}",
+                m.id
+            );
+        }
+        for id in AgentId::ALL {
+            assert!(
+                of(id).migrations().iter().all(|m| m.agent == Some(id)),
+                "{id}'s migrations are all its own"
+            );
+        }
+        ids.sort_unstable();
+        let before = ids.len();
+        ids.dedup();
+        assert_eq!(ids.len(), before, "duplicate migration ids");
+    }
 }

@@ -5,9 +5,14 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use super::{Repo, use_color};
-use crate::doctor::{self, Finding, Group, Options, Report, format};
+use crate::agents::{self, Agent};
+use crate::doctor::{
+    self, AgentStatus, Doctor, Finding, Group, Options, Report, drift, format, instructions, live,
+    probe, wiring,
+};
 use crate::engine::Mode;
 use crate::engine::apply::{Lock, apply};
+use crate::upgrade;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum DoctorFormat {
@@ -54,7 +59,7 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     };
     let report = match Repo::open() {
         Ok(mut repo) => {
-            let mut report = doctor::examine(&repo, &options);
+            let mut report = examine(&repo, &options);
             if args.fix {
                 report = fix(&mut repo, report, &options)?;
             }
@@ -107,8 +112,78 @@ fn fix(repo: &mut Repo, report: Report, options: &Options) -> anyhow::Result<Rep
         .filter(|c| !c.is_noop())
         .map(|c| c.target.display.clone())
         .collect();
-    let mut after = doctor::examine(repo, options);
+    let mut after = examine(repo, options);
     after.fixed = fixed;
     after.fix_ran = true;
     Ok(after)
+}
+
+/// Runs every check (and the live ones when asked) on an opened repository: the common ones,
+/// then each enabled agent's own.
+pub fn examine(repo: &Repo, options: &Options) -> Report {
+    let mut report = Report {
+        root: Some(repo.root.clone()),
+        ..Report::default()
+    };
+    let ctx = match repo.context(true) {
+        Ok(ctx) => ctx,
+        Err(err) => {
+            report.push(
+                Finding::error(Group::Memloop, "config", format!("{err:#}"))
+                    .file(crate::config::FILE_NAME)
+                    .fix("fix memloop.toml"),
+            );
+            return report;
+        }
+    };
+    let found = doctor::detect(&ctx);
+    report.agents = found
+        .iter()
+        .map(|agent| AgentStatus {
+            agent: agent.id.into(),
+            enabled: agent.enabled,
+            installed: agent.installed(),
+            version: agent.version.clone(),
+            path: agent.path.clone(),
+        })
+        .collect();
+    let wanted = match agents::wanted(&ctx) {
+        Ok(wanted) => wanted,
+        Err(err) => {
+            report.push(
+                Finding::error(Group::Memloop, "plan", format!("{err:#}"))
+                    .fix("fix the file named above, then run `memloop doctor` again"),
+            );
+            return report;
+        }
+    };
+    let enabled: Vec<&dyn Agent> = agents::enabled(&ctx).collect();
+    let mut d = Doctor {
+        repo,
+        ctx,
+        wanted,
+        agents: found,
+        options,
+        report,
+    };
+    doctor::config_summary(&mut d);
+    doctor::installed(&mut d);
+    drift::check(&mut d);
+    instructions::check(&mut d);
+    wiring::check(&mut d);
+    for agent in &enabled {
+        agent.check(&mut d);
+    }
+    doctor::upgrade(&mut d, upgrade::pending(repo, &agents::migrations()));
+    if options.live {
+        for agent in &enabled {
+            let found = d.agent(agent.id()).clone();
+            match &found.path {
+                Some(program) => agent.live(&mut d, program, &found),
+                None => live::skipped(&mut d, agent.id()),
+            }
+        }
+        probe::check(&mut d);
+    }
+    d.report
 }

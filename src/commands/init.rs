@@ -63,7 +63,7 @@ pub enum LayoutArg {
 
 fn parse_agent(text: &str) -> Result<AgentId, String> {
     AgentId::parse(text.trim())
-        .ok_or_else(|| format!("unknown agent `{text}`: use claude, opencode or kimi"))
+        .ok_or_else(|| format!("unknown agent `{text}`: use {}", AgentId::choices()))
 }
 
 pub fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
@@ -192,17 +192,7 @@ pub fn detected_agents(root: &Path) -> Vec<AgentId> {
     AgentId::ALL
         .into_iter()
         .filter(|agent| {
-            let on_path = which::which(agent.as_str()).is_ok();
-            let in_repo = match agent {
-                AgentId::Claude => root.join(".claude").exists() || root.join(".mcp.json").exists(),
-                AgentId::Opencode => {
-                    root.join("opencode.json").exists()
-                        || root.join("opencode.jsonc").exists()
-                        || root.join(".opencode").exists()
-                }
-                AgentId::Kimi => root.join(".kimi-code").exists(),
-            };
-            on_path || in_repo
+            which::which(agent.as_str()).is_ok() || crate::agents::of(*agent).configured_in(root)
         })
         .collect()
 }

@@ -11,10 +11,11 @@ use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
 
-use crate::agents::{self, Wanted};
+use crate::agents;
 use crate::engine::{self, Change, Mode, PlanError};
 use crate::repo::Repo;
 use crate::report;
+use crate::target::Wanted;
 
 /// Exit codes of the contract: 0 ok, 1 drift or problems, 2 usage error or refused input.
 pub const EXIT_DRIFT: u8 = 1;

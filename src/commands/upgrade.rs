@@ -6,10 +6,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::{EXIT_DRIFT, Repo, refused, report};
-use crate::agents::version;
+use crate::agents;
 use crate::engine::apply::{Lock, apply};
 use crate::engine::{Content, PlanError};
-use crate::upgrade::{self, Applied, Env, MIGRATIONS};
+use crate::upgrade::{self, Applied, Env};
+use crate::version;
 
 #[derive(Debug, clap::Args)]
 pub struct UpgradeArgs {
@@ -26,7 +27,7 @@ pub struct UpgradeArgs {
 
 pub fn run(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
     if args.list {
-        for m in MIGRATIONS {
+        for m in agents::migrations() {
             println!("{:<24} {} ({})", m.id, m.about, m.range);
         }
         return Ok(ExitCode::SUCCESS);
@@ -38,9 +39,10 @@ pub fn run(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
         Some(Lock::acquire(&repo.root)?)
     };
     let installed = version::installed;
+    let migrations = agents::migrations();
     let plan_with = |consent: bool| -> anyhow::Result<Result<upgrade::Plan, PlanError>> {
         let env = Env::new(&repo, consent, &installed)?;
-        Ok(upgrade::plan(&env))
+        Ok(upgrade::plan(&env, &migrations))
     };
     let mut plan = match plan_with(args.user_scope)? {
         Ok(plan) => plan,

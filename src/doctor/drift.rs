@@ -411,7 +411,7 @@ pub fn toml_entries(text: &str, key: &str) -> Vec<Vec<(String, String)>> {
 }
 
 fn markdown_state(text: &str, body: &str, written_by_memloop: bool) -> State {
-    let is_import = body == crate::agents::instructions::IMPORT;
+    let is_import = body == crate::instructions::IMPORT;
     let what = if is_import {
         "the `@AGENTS.md` import block".to_owned()
     } else {
@@ -441,8 +441,8 @@ fn markdown_state(text: &str, body: &str, written_by_memloop: bool) -> State {
         Drift::Current
     } else if first.version.is_none_or(|v| v < BLOCK_VERSION)
         || written_by_memloop
-        || inner.trim() == crate::agents::instructions::IMPORT
-        || inner.trim_end() == crate::agents::instructions::RULES.trim_end()
+        || inner.trim() == crate::instructions::IMPORT
+        || inner.trim_end() == crate::instructions::RULES.trim_end()
     {
         Drift::Stale
     } else {

@@ -30,35 +30,36 @@ impl Severity {
 
 /// Whose finding it is: one of the agents, or memloop itself (its config, its binary, files
 /// shared by several agents).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
+/// Memloop comes first, then the agents in `AgentId::ALL` order; serialized as the bare name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Group {
     Memloop,
-    Claude,
-    Opencode,
-    Kimi,
+    Agent(AgentId),
 }
 
 impl Group {
-    pub const ALL: [Group; 4] = [Group::Memloop, Group::Claude, Group::Opencode, Group::Kimi];
+    /// Every group, in display order.
+    pub fn all() -> impl Iterator<Item = Group> {
+        std::iter::once(Group::Memloop).chain(AgentId::ALL.into_iter().map(Group::Agent))
+    }
 
     pub fn as_str(self) -> &'static str {
         match self {
             Group::Memloop => "memloop",
-            Group::Claude => "claude",
-            Group::Opencode => "opencode",
-            Group::Kimi => "kimi",
+            Group::Agent(agent) => agent.as_str(),
         }
+    }
+}
+
+impl Serialize for Group {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
     }
 }
 
 impl From<AgentId> for Group {
     fn from(agent: AgentId) -> Group {
-        match agent {
-            AgentId::Claude => Group::Claude,
-            AgentId::Opencode => Group::Opencode,
-            AgentId::Kimi => Group::Kimi,
-        }
+        Group::Agent(agent)
     }
 }
 
@@ -239,8 +240,7 @@ impl Report {
 
     /// Findings in display order: by group, then as found.
     pub fn grouped(&self) -> Vec<(Group, Vec<&Finding>)> {
-        Group::ALL
-            .into_iter()
+        Group::all()
             .map(|group| {
                 (
                     group,

@@ -228,13 +228,14 @@ fn property(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::doctor::{Finding, Group};
+    use crate::config::AgentId;
+    use crate::doctor::Finding;
 
     #[test]
     fn github_escapes_messages_and_properties() {
         let report = Report {
             findings: vec![
-                Finding::error(Group::Claude, "x", "50% broken\nsecond line")
+                Finding::error(AgentId::Claude, "x", "50% broken\nsecond line")
                     .at("dir,with:odd.json", Some(3))
                     .fix("do it"),
             ],
@@ -250,7 +251,7 @@ mod tests {
     #[test]
     fn strict_turns_warnings_into_failures() {
         let report = Report {
-            findings: vec![Finding::warning(Group::Kimi, "trust", "not trusted")],
+            findings: vec![Finding::warning(AgentId::Kimi, "trust", "not trusted")],
             ..Report::default()
         };
         assert_eq!(report.exit_code(false), 0);

@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use super::{Doctor, Finding, Group};
-use crate::agents::instructions::{Found, IMPORT, RULES, inspect};
 use crate::config::AgentId;
 use crate::edit::markdown;
+use crate::instructions::{Found, IMPORT, RULES, inspect};
 
 /// Kimi warns above this many bytes of instructions (legacy kimi-cli cuts there).
 pub const KIMI_CAP: u64 = 32 * 1024;

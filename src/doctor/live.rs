@@ -1,6 +1,6 @@
-//! `--live`: ask the installed agents what they load, each with a timeout: `claude mcp get
-//! <name>`, `opencode debug config` (the resolved entry compared with memloop's, `***` matching a
-//! redacted value) and `kimi doctor config`.
+//! `--live`: ask the installed agents what they load, each with a timeout. What each agent is
+//! asked lives with the agent (`agents::<agent>::live`); here is how a program is run and its
+//! answer read.
 
 use std::io::Read as _;
 use std::path::Path;
@@ -9,8 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{Agent, Doctor, Finding};
-use crate::agents::detect::KimiFlavor;
+use super::{Doctor, Finding};
 use crate::config::AgentId;
 
 /// What a finished command printed.
@@ -89,7 +88,7 @@ pub fn excerpt(text: &str, lines: usize) -> String {
 }
 
 /// `exit 1`, or how else a process ended.
-fn exit_text(code: Option<i32>) -> String {
+pub fn exit_text(code: Option<i32>) -> String {
     code.map_or_else(|| "killed by a signal".to_owned(), |c| format!("exit {c}"))
 }
 
@@ -112,84 +111,13 @@ pub fn strip_ansi(text: &str) -> String {
     out
 }
 
-pub fn check(d: &mut Doctor) {
-    for id in AgentId::ALL {
-        if !d.enabled(id) {
-            continue;
-        }
-        let agent = d.agent(id).clone();
-        let Some(program) = agent.path.clone() else {
-            d.push(Finding::info(
-                id,
-                "live",
-                format!("{} is not installed: live check skipped", id.as_str()),
-            ));
-            continue;
-        };
-        match id {
-            AgentId::Claude => claude(d, &program),
-            AgentId::Opencode => opencode(d, &program, &agent),
-            AgentId::Kimi => kimi(d, &program, &agent),
-        }
-    }
-}
-
-fn claude(d: &mut Doctor, program: &Path) {
-    let name = d.ctx.server.name.clone();
-    let shown = format!("claude mcp get {name}");
-    let out = match run(
-        program,
-        &["mcp", "get", &name],
-        &d.repo.root,
-        d.options.timeout,
-    ) {
-        Ok(out) => out,
-        Err(why) => {
-            return d.push(
-                Finding::error(AgentId::Claude, "live", why).fix("run it by hand to see why"),
-            );
-        }
-    };
-    let all = format!("{}\n{}", out.stdout, out.stderr);
-    let finding = if out.code != Some(0) {
-        Finding::error(
-            AgentId::Claude,
-            "live",
-            format!(
-                "`{shown}` failed ({}): {}",
-                exit_text(out.code),
-                excerpt(&all, 3)
-            ),
-        )
-        .fix("check .mcp.json and run `claude mcp list`")
-    } else if all.contains("Rejected") {
-        Finding::error(AgentId::Claude, "live", format!("`{shown}`: the server is rejected"))
-            .fix(format!("remove \"{name}\" from disabledMcpjsonServers, or run `claude mcp reset-project-choices`"))
-    } else if all.contains("Pending approval") {
-        Finding::warning(
-            AgentId::Claude,
-            "live",
-            format!("`{shown}`: the server is pending approval"),
-        )
-        .fix("run `claude` here and approve it")
-    } else if all.contains("Failed to connect") {
-        Finding::error(
-            AgentId::Claude,
-            "live",
-            format!(
-                "`{shown}`: Claude Code cannot connect: {}",
-                excerpt(&all, 4)
-            ),
-        )
-        .fix("run the server's command by hand to see why it fails")
-    } else {
-        let status = all
-            .lines()
-            .find(|l| l.contains("Status:"))
-            .map_or_else(|| excerpt(&all, 2), |l| l.trim().to_owned());
-        Finding::ok(AgentId::Claude, "live", format!("`{shown}`: {status}"))
-    };
-    d.push(finding);
+/// An enabled agent that is not installed has nothing to ask.
+pub fn skipped(d: &mut Doctor, id: AgentId) {
+    d.push(Finding::info(
+        id,
+        "live",
+        format!("{} is not installed: live check skipped", id.as_str()),
+    ));
 }
 
 /// Whether `actual` carries every value memloop wrote (`***` stands for a redacted string).
@@ -204,125 +132,6 @@ pub fn matches_redacted(wanted: &Value, actual: &Value) -> bool {
         }
         (w, a) => w == a,
     }
-}
-
-fn opencode(d: &mut Doctor, program: &Path, agent: &Agent) {
-    let name = d.ctx.server.name.clone();
-    let out = match run(
-        program,
-        &["debug", "config"],
-        &d.repo.root,
-        d.options.timeout,
-    ) {
-        Ok(out) => out,
-        Err(why) => {
-            return d.push(
-                Finding::error(AgentId::Opencode, "live", why).fix("run it by hand to see why"),
-            );
-        }
-    };
-    if out.code != Some(0) {
-        let stderr = strip_ansi(&out.stderr);
-        let arrows: Vec<&str> = stderr
-            .lines()
-            .map(str::trim)
-            .filter(|l| l.contains('↳') || l.contains("Error"))
-            .collect();
-        let why = if arrows.is_empty() {
-            excerpt(&out.stderr, 3)
-        } else {
-            arrows.join(" | ")
-        };
-        return d.push(
-            Finding::error(
-                AgentId::Opencode,
-                "live",
-                format!("`opencode debug config` rejects the config: {why}"),
-            )
-            .fix("fix the key named above in opencode.json(c)"),
-        );
-    }
-    let resolved: Value = match serde_json::from_str(out.stdout.trim()) {
-        Ok(v) => v,
-        Err(err) => {
-            return d.push(
-                Finding::error(
-                    AgentId::Opencode,
-                    "live",
-                    format!("`opencode debug config` printed no JSON ({err})"),
-                )
-                .fix("run `opencode debug config` by hand"),
-            );
-        }
-    };
-    let v2 = agent.numbers().is_some_and(|v| v.first() == Some(&2));
-    let entry = if v2 {
-        resolved
-            .pointer(&format!("/mcp/servers/{name}"))
-            .or_else(|| resolved.pointer(&format!("/mcp/{name}")))
-    } else {
-        resolved.pointer(&format!("/mcp/{name}"))
-    };
-    let wanted = crate::agents::opencode::server_entry(&d.ctx.server.transport);
-    let finding = match entry {
-        None => Finding::error(AgentId::Opencode, "live", format!("OpenCode's resolved config has no `mcp.{name}`"))
-            .fix("run `memloop sync`, then check for an override in .opencode/opencode.json or OPENCODE_CONFIG_CONTENT"),
-        Some(entry) if matches_redacted(&wanted, entry) => Finding::ok(
-            AgentId::Opencode,
-            "live",
-            format!("`opencode debug config` resolves `mcp.{name}` as memloop wrote it"),
-        ),
-        Some(entry) => Finding::error(
-            AgentId::Opencode,
-            "live",
-            format!("OpenCode resolves `mcp.{name}` as {entry}, not memloop's {wanted}: another config layer overrides it"),
-        )
-        .fix("find the override with `opencode debug config --print-logs` (global config, .opencode/, OPENCODE_CONFIG_CONTENT)"),
-    };
-    d.push(finding);
-}
-
-fn kimi(d: &mut Doctor, program: &Path, agent: &Agent) {
-    let legacy = agent
-        .version
-        .as_deref()
-        .is_some_and(|v| v.starts_with("kimi, version 1.") || v.starts_with("kimi, version 0."));
-    let flavor = if legacy {
-        KimiFlavor::Legacy
-    } else {
-        KimiFlavor::Code
-    };
-    let (args, shown): (&[&str], &str) = match flavor {
-        KimiFlavor::Code => (&["doctor", "config"], "kimi doctor config"),
-        KimiFlavor::Legacy => (&["mcp", "list"], "kimi mcp list"),
-    };
-    let out = match run(program, args, &d.repo.root, d.options.timeout) {
-        Ok(out) => out,
-        Err(why) => {
-            return d
-                .push(Finding::error(AgentId::Kimi, "live", why).fix("run it by hand to see why"));
-        }
-    };
-    let all = format!("{}\n{}", out.stdout, out.stderr);
-    let finding = if out.code == Some(0) {
-        Finding::ok(
-            AgentId::Kimi,
-            "live",
-            format!("`{shown}` reports no problem"),
-        )
-    } else {
-        Finding::error(
-            AgentId::Kimi,
-            "live",
-            format!(
-                "`{shown}` failed ({}): {}",
-                exit_text(out.code),
-                excerpt(&all, 12)
-            ),
-        )
-        .fix(format!("run `{shown}` and fix what it names"))
-    };
-    d.push(finding);
 }
 
 #[cfg(test)]

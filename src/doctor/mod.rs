@@ -3,9 +3,10 @@
 //! reports one finding per check.
 //!
 //! Rooms: `finding` (what is reported) and `format` (text, json, github), `drift` (each
-//! fragment memloop owns), one file per agent's whole-file checks (`claude`, `opencode`,
-//! `kimi`), `instructions` (the rules each agent reads), `wiring` (the gate's binary and
-//! secrets), `live` (asking the real agents) and `probe` (talking MCP to the memory server).
+//! fragment memloop owns), `instructions` (the rules each agent reads), `wiring` (the gate's
+//! binary and secrets), `live` (running the real agents) and `probe` (talking MCP to the memory
+//! server). Each agent's own whole-file and live checks live with the agent
+//! (`agents::<agent>::{doctor, live}`); `commands::doctor` runs them all.
 //!
 //! Check ids (`<group>.<check>`, stable; the same id reports `ok` when the check passes):
 //! - memloop: `config`, `plan`, `drift` (files several agents read), `parse`, `agents-link`,
@@ -32,10 +33,10 @@ use std::time::Duration;
 
 pub use finding::{AgentStatus, Drift, Finding, Group, Report, Severity, Summary};
 
-use crate::agents::{self, Wanted, claude, kimi, opencode};
 use crate::config::AgentId;
 use crate::edit::Refusal;
 use crate::repo::{Context, Repo};
+use crate::target::Wanted;
 
 /// What the user asked for.
 #[derive(Debug, Clone)]
@@ -174,76 +175,8 @@ impl Doctor<'_> {
     }
 }
 
-/// Runs every check (and the live ones when asked) on an opened repository.
-pub fn examine(repo: &Repo, options: &Options) -> Report {
-    let mut report = Report {
-        root: Some(repo.root.clone()),
-        ..Report::default()
-    };
-    let ctx = match repo.context(true) {
-        Ok(ctx) => ctx,
-        Err(err) => {
-            report.push(
-                Finding::error(Group::Memloop, "config", format!("{err:#}"))
-                    .file(crate::config::FILE_NAME)
-                    .fix("fix memloop.toml"),
-            );
-            return report;
-        }
-    };
-    let agents = detect(&ctx);
-    report.agents = agents
-        .iter()
-        .map(|agent| AgentStatus {
-            agent: agent.id.into(),
-            enabled: agent.enabled,
-            installed: agent.installed(),
-            version: agent.version.clone(),
-            path: agent.path.clone(),
-        })
-        .collect();
-    let wanted = match agents::wanted(&ctx) {
-        Ok(wanted) => wanted,
-        Err(err) => {
-            report.push(
-                Finding::error(Group::Memloop, "plan", format!("{err:#}"))
-                    .fix("fix the file named above, then run `memloop doctor` again"),
-            );
-            return report;
-        }
-    };
-    let mut doctor = Doctor {
-        repo,
-        ctx,
-        wanted,
-        agents,
-        options,
-        report,
-    };
-    config_summary(&mut doctor);
-    installed(&mut doctor);
-    drift::check(&mut doctor);
-    instructions::check(&mut doctor);
-    wiring::check(&mut doctor);
-    if doctor.enabled(AgentId::Claude) {
-        claude::doctor::check(&mut doctor);
-    }
-    if doctor.enabled(AgentId::Opencode) {
-        opencode::doctor::check(&mut doctor);
-    }
-    if doctor.enabled(AgentId::Kimi) {
-        kimi::doctor::check(&mut doctor);
-    }
-    upgrade(&mut doctor);
-    if options.live {
-        live::check(&mut doctor);
-        probe::check(&mut doctor);
-    }
-    doctor.report
-}
-
 /// Finds each agent on PATH and its version (cached per binary).
-fn detect(ctx: &Context) -> Vec<Agent> {
+pub fn detect(ctx: &Context) -> Vec<Agent> {
     AgentId::ALL
         .into_iter()
         .map(|id| {
@@ -253,7 +186,7 @@ fn detect(ctx: &Context) -> Vec<Agent> {
                 .flatten();
             let version = path
                 .as_ref()
-                .and_then(|_| agents::detect::installed_version(Agent::program(id)));
+                .and_then(|_| crate::detect::installed_version(Agent::program(id)));
             Agent {
                 id,
                 enabled,
@@ -264,7 +197,8 @@ fn detect(ctx: &Context) -> Vec<Agent> {
         .collect()
 }
 
-fn config_summary(d: &mut Doctor) {
+/// What `memloop.toml` asks for, in one line.
+pub fn config_summary(d: &mut Doctor) {
     let agents: Vec<&str> = d.repo.config.agents.iter().map(|a| a.as_str()).collect();
     let server = &d.ctx.server;
     let how = match &server.transport {
@@ -282,7 +216,8 @@ fn config_summary(d: &mut Doctor) {
     d.push(Finding::ok(Group::Memloop, "config", message).file(crate::config::FILE_NAME));
 }
 
-fn installed(d: &mut Doctor) {
+/// Whether each enabled agent is on PATH, and which version.
+pub fn installed(d: &mut Doctor) {
     for agent in d.agents.clone() {
         if !agent.enabled {
             continue;
@@ -323,9 +258,10 @@ fn installed(d: &mut Doctor) {
     }
 }
 
-/// Migrations `memloop upgrade` would apply: files written for an older agent or memloop.
-fn upgrade(d: &mut Doctor) {
-    let finding = match crate::upgrade::pending(d.repo) {
+/// Migrations `memloop upgrade` would apply (`pending`, as `upgrade::pending` found them): files
+/// written for an older agent or memloop.
+pub fn upgrade(d: &mut Doctor, pending: anyhow::Result<Vec<String>>) {
+    let finding = match pending {
         Ok(ids) if ids.is_empty() => Finding::ok(
             Group::Memloop,
             "upgrade",

@@ -54,7 +54,7 @@ fn on_path(d: &mut Doctor) {
         ));
         return;
     }
-    let version = crate::agents::detect::installed_version("memloop");
+    let version = crate::detect::installed_version("memloop");
     let numbers = version.as_deref().and_then(super::version_numbers);
     match numbers {
         Some(v) if super::compare(&v, &this_version()).is_lt() => d.push(

@@ -7,8 +7,8 @@ use anyhow::{Context as _, bail};
 
 use super::state::InstallState;
 use super::{Change, Content, read};
-use crate::agents::instructions::make_symlink;
 use crate::files::{FileLock, create_private_dir, write_atomic};
+use crate::instructions::make_symlink;
 
 /// Held while a command writes; released on drop.
 pub struct Lock {

@@ -10,12 +10,12 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::agents::instructions::{Found, inspect};
 use crate::edit::Refusal;
 use crate::edit::json::JsonDoc;
 use crate::edit::markdown;
 use crate::edit::text::Encoding;
 use crate::edit::toml::TomlDoc;
+use crate::instructions::{Found, inspect};
 use crate::target::{Desired, Format, Fragment, Scope, Target, is_hook_group_for};
 
 /// What is (or will be) at a path.

@@ -40,17 +40,14 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use serde_json::Value;
 
-use crate::agents::claude::gate as claude;
-use crate::agents::kimi::gate as kimi;
-use crate::agents::opencode::gate as opencode;
-use crate::config::{self, Config, GateConfig};
+use crate::config::{self, AgentId, Config, GateConfig};
 
 pub mod jsonl;
 pub mod rules;
 pub mod state;
 
 use rules::{StoreHint, ToolSets, Verdict};
-use state::Store;
+use state::{Slot, State, Store};
 
 /// The OpenCode plugin, written verbatim to `.opencode/plugins/memloop.js` by the installer.
 /// Its first line is a version marker (`// memloop opencode plugin v<N>`).
@@ -86,33 +83,50 @@ struct AgentArg {
     rest: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Agent {
-    Claude,
-    Kimi,
-    Opencode,
+/// One agent's side of the gate: where its tool calls come from. Each agent implements it in its
+/// own folder (`agents::<agent>::gate`); `run` is handed the one `--agent` names.
+pub trait Reader: Sync {
+    /// Reads the Stop `input`, loads the session's state from `store` and folds in the tool calls
+    /// since the last check; `None` lets the stop through without a verdict.
+    fn stop(
+        &self,
+        input: &Value,
+        store: &Store,
+        reading: &Reading,
+    ) -> anyhow::Result<Option<Session>>;
+
+    /// How `memloop hook record` stores one tool call, for an agent whose plugin reports each
+    /// call; `None` where the calls are read from the agent's own log.
+    fn recorder(&self) -> Option<fn(&Value, &Store) -> anyhow::Result<()>> {
+        None
+    }
 }
 
-impl Agent {
-    fn parse(arg: &AgentArg) -> anyhow::Result<Agent> {
-        if let Some(extra) = arg.rest.first() {
-            bail!("unexpected argument {extra:?}; usage: memloop hook stop --agent <AGENT>");
-        }
-        match arg.agent.as_deref() {
-            Some("claude") => Ok(Agent::Claude),
-            Some("kimi") => Ok(Agent::Kimi),
-            Some("opencode") => Ok(Agent::Opencode),
-            Some(other) => bail!("unknown agent {other:?}; use --agent claude, kimi or opencode"),
-            None => bail!("missing --agent; use --agent claude, kimi or opencode"),
-        }
-    }
+/// What a reader is given besides the input.
+pub struct Reading<'a> {
+    /// The state's key for this agent (`--agent`).
+    pub agent: &'a str,
+    pub tools: &'a ToolSets,
+    /// memloop's server name, as the agent's tool names carry it.
+    pub server: &'a str,
+}
 
-    fn as_str(self) -> &'static str {
-        match self {
-            Agent::Claude => "claude",
-            Agent::Kimi => "kimi",
-            Agent::Opencode => opencode::AGENT,
-        }
+/// A session ready to be judged: its saved state with this stop's calls folded in.
+pub struct Session {
+    pub slot: Slot,
+    pub state: State,
+    /// Whether the agent is already continuing after a block (the loop guard).
+    pub active: bool,
+}
+
+fn parse_agent(arg: &AgentArg) -> anyhow::Result<AgentId> {
+    if let Some(extra) = arg.rest.first() {
+        bail!("unexpected argument {extra:?}; usage: memloop hook stop --agent <AGENT>");
+    }
+    match arg.agent.as_deref() {
+        Some(name) => AgentId::parse(name)
+            .with_context(|| format!("unknown agent {name:?}; use --agent {}", AgentId::choices())),
+        None => bail!("missing --agent; use --agent {}", AgentId::choices()),
     }
 }
 
@@ -121,10 +135,14 @@ enum Outcome {
     Block(String),
 }
 
-pub fn run(args: HookArgs) -> anyhow::Result<ExitCode> {
+/// `memloop hook`; `reader` gives the gate reader of the agent `--agent` names.
+pub fn run(
+    args: HookArgs,
+    reader: &dyn Fn(AgentId) -> &'static dyn Reader,
+) -> anyhow::Result<ExitCode> {
     let outcome = match args.command {
-        Some(HookCommand::Stop(arg)) => Agent::parse(&arg).and_then(stop),
-        Some(HookCommand::Record(arg)) => Agent::parse(&arg).and_then(record),
+        Some(HookCommand::Stop(arg)) => parse_agent(&arg).and_then(|id| stop(id, reader(id))),
+        Some(HookCommand::Record(arg)) => parse_agent(&arg).and_then(|id| record(id, reader(id))),
         Some(HookCommand::Unknown(words)) => Err(anyhow::anyhow!(
             "unknown hook command {:?}; use `memloop hook stop` or `memloop hook record`",
             words.first().map(String::as_str).unwrap_or_default()
@@ -158,7 +176,7 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn stop(agent: Agent) -> anyhow::Result<Outcome> {
+fn stop(agent: AgentId, reader: &dyn Reader) -> anyhow::Result<Outcome> {
     let input = read_input()?;
     let cwd = text_field(&input, &["cwd", "directory"])
         .map(PathBuf::from)
@@ -167,36 +185,18 @@ fn stop(agent: Agent) -> anyhow::Result<Outcome> {
     let tools = ToolSets::new(&settings.gate);
     let store = Store::open()?;
 
-    let name = agent.as_str();
-    let (slot, mut state, active) = match agent {
-        Agent::Claude => {
-            let input = claude::parse_input(&input)?;
-            let (mut state, slot) = store.load(name, &input.session_id)?;
-            let read = std::path::absolute(&input.transcript)
-                .with_context(|| format!("cannot resolve {}", input.transcript.display()))
-                .and_then(|transcript| claude::collect(&mut state, &transcript, &tools));
-            match read {
-                // The retry after a block is let through, whatever became of the transcript.
-                Err(_) if input.stop_hook_active => return Ok(Outcome::Allow(settings.note)),
-                other => other?,
-            }
-            (slot, state, input.stop_hook_active)
-        }
-        Agent::Kimi => {
-            let input = kimi::parse_input(&input)?;
-            let logs = kimi::logs(&kimi::home()?, &input.session_id)?;
-            let (mut state, slot) = store.load(name, &input.session_id)?;
-            kimi::collect(&mut state, &logs, &tools)?;
-            let active = input.stop_hook_active || state.blocked_last;
-            (slot, state, active)
-        }
-        Agent::Opencode => {
-            let input = opencode::parse_stop(&input)?;
-            let ledger = store.ledger_path(name, &input.session_id);
-            let (mut state, slot) = store.load(name, &input.session_id)?;
-            opencode::collect(&mut state, &ledger, &input, &settings.server, &tools)?;
-            (slot, state, input.stop_hook_active)
-        }
+    let reading = Reading {
+        agent: agent.as_str(),
+        tools: &tools,
+        server: &settings.server,
+    };
+    let Some(Session {
+        slot,
+        mut state,
+        active,
+    }) = reader.stop(&input, &store, &reading)?
+    else {
+        return Ok(Outcome::Allow(settings.note));
     };
     let verdict = rules::check(&mut state.session, active, &settings.gate, &settings.hint);
     state.blocked_last = matches!(verdict, Verdict::Block(_));
@@ -208,17 +208,15 @@ fn stop(agent: Agent) -> anyhow::Result<Outcome> {
     })
 }
 
-fn record(agent: Agent) -> anyhow::Result<Outcome> {
-    if agent != Agent::Opencode {
+fn record(agent: AgentId, reader: &dyn Reader) -> anyhow::Result<Outcome> {
+    let Some(record) = reader.recorder() else {
         bail!(
-            "`memloop hook record` is for --agent opencode; {} calls are read from its own log",
-            agent.as_str()
+            "`memloop hook record` is for agents whose plugin reports each call; {agent} calls are read from its own log"
         );
-    }
+    };
     let input = read_input()?;
-    let record = opencode::parse_record(&input)?;
     let store = Store::open()?;
-    opencode::record(&store, &record)?;
+    record(&input, &store)?;
     Ok(Outcome::Allow(None))
 }
 

@@ -5,12 +5,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::agents::instructions::{Found, inspect};
 use crate::edit::Refusal;
 use crate::edit::json::{Dialect, JsonDoc};
 use crate::edit::text::Encoding;
 use crate::edit::toml::TomlDoc;
 use crate::engine::{Change, Content, PlanError};
+use crate::instructions::{Found, inspect};
 use crate::target::{Desired, Scope, Target};
 
 #[derive(Debug, Clone)]

@@ -1,22 +1,17 @@
 //! `memloop upgrade`'s migrations, as data: each has an id, the agent and version range it
 //! applies to, a detector, and a rewrite done with the format-preserving editors (`crate::edit`).
-//! They run in registry order over one in-memory view of the files (`files::Files`), so later
-//! migrations see earlier rewrites; the result is a list of engine changes, applied in one
+//! Each agent's live in its folder (`agents::<agent>::upgrade`); `agents::migrations` lists them
+//! all, memloop's own first. They run in that order over one in-memory view of the files
+//! (`files::Files`), so later migrations see earlier rewrites; the result is a list of engine changes, applied in one
 //! transaction by the command (`commands::upgrade`) or shown as diffs.
 
 pub mod files;
 pub mod memloop;
 
-use std::path::PathBuf;
-
-use crate::agents;
-use crate::agents::claude::upgrade as claude;
-use crate::agents::kimi::upgrade as kimi;
-use crate::agents::opencode::upgrade as opencode;
-use crate::agents::version;
 use crate::config::AgentId;
 use crate::engine::PlanError;
 use crate::repo::{Context, Repo};
+use crate::{instructions, version};
 pub use files::Files;
 pub use version::{Installed, Product, Range};
 
@@ -33,27 +28,13 @@ pub struct Migration {
     pub rewrite: fn(&Env, &mut Files) -> Result<(), PlanError>,
 }
 
-/// Every migration, in the order they run.
-pub const MIGRATIONS: &[Migration] = &[
-    memloop::CONFIG_VERSION_KEY,
-    memloop::BLOCK_MARKER,
-    claude::HOOK_SHAPE,
-    claude::AGENTS_MD,
-    opencode::PLUGIN_DIR,
-    opencode::PLUGIN_VERSION,
-    opencode::CONFIG_TWINS,
-    opencode::V2_CONFIG,
-    kimi::LEGACY_TO_CODE,
-    kimi::STREAMABLE_HTTP,
-    kimi::TOOL_NAMES,
-];
+/// memloop's own migrations (its config and block formats), which run before every agent's.
+pub const MEMLOOP: &[Migration] = &[memloop::CONFIG_VERSION_KEY, memloop::BLOCK_MARKER];
 
 /// What migrations may look at: the repository's settings, where the agents keep their files,
 /// and which agent versions are installed.
 pub struct Env<'a> {
     pub ctx: Context<'a>,
-    pub kimi_code_home: PathBuf,
-    pub kimi_legacy_home: PathBuf,
     pub installed: &'a dyn Fn(Product) -> Option<Installed>,
     /// Whether symlinks can be made in the repository.
     pub symlinks: bool,
@@ -77,14 +58,14 @@ pub struct Plan {
     pub files: Files,
 }
 
-/// Runs every migration that applies here. Unparsable files are refused (all of them listed),
-/// never treated as empty.
-pub fn plan(env: &Env) -> Result<Plan, PlanError> {
+/// Runs every one of `migrations` that applies here, in their order. Unparsable files are
+/// refused (all of them listed), never treated as empty.
+pub fn plan(env: &Env, migrations: &[&Migration]) -> Result<Plan, PlanError> {
     let mut files = Files::new(env.ctx.root, &env.ctx.home);
     let mut applied = Vec::new();
     let mut held = Vec::new();
     let mut refusals = Vec::new();
-    for migration in MIGRATIONS {
+    for &migration in migrations {
         if migration.agent.is_some_and(|agent| !env.ctx.enabled(agent))
             || !migration.range.contains(env.installed)
         {
@@ -165,9 +146,7 @@ impl<'a> Env<'a> {
     ) -> anyhow::Result<Env<'a>> {
         let ctx = repo.context(user_scope)?;
         Ok(Env {
-            kimi_code_home: agents::kimi::code_home(&ctx),
-            kimi_legacy_home: agents::kimi::legacy_home(&ctx),
-            symlinks: agents::instructions::symlinks_work(&repo.root),
+            symlinks: instructions::symlinks_work(&repo.root),
             ctx,
             installed,
         })
@@ -177,14 +156,14 @@ impl<'a> Env<'a> {
 /// The ids of the migrations that apply to `repo` on this machine (for `memloop doctor`'s
 /// "upgrade available"). Reads files, writes nothing; files outside the repository are looked
 /// at too, since only writing them needs consent.
-pub fn pending(repo: &Repo) -> anyhow::Result<Vec<String>> {
+pub fn pending(repo: &Repo, migrations: &[&Migration]) -> anyhow::Result<Vec<String>> {
     let installed = version::installed;
-    pending_in(&Env::new(repo, true, &installed)?)
+    pending_in(&Env::new(repo, true, &installed)?, migrations)
 }
 
 /// `pending` for an explicit environment.
-pub fn pending_in(env: &Env) -> anyhow::Result<Vec<String>> {
-    match plan(env) {
+pub fn pending_in(env: &Env, migrations: &[&Migration]) -> anyhow::Result<Vec<String>> {
+    match plan(env, migrations) {
         Ok(plan) => Ok(plan
             .applied
             .iter()
@@ -210,9 +189,6 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::engine::state::InstallState;
-
-    const LEGACY_KIMI: &str = "# mine\ndefault_model = \"k\"\n\n[[hooks]]\nevent = \"Stop\"\ncommand = \"memloop hook stop --agent kimi\"\ntimeout = 15\n";
-    const FLAT_STOP: &str = "{\"hooks\": {\"Stop\": [{\"type\": \"command\", \"command\": \"memloop hook stop --agent claude\"}]}}\n";
 
     fn world(files: &[(&str, &str)]) -> (tempfile::TempDir, Repo) {
         let dir = tempfile::tempdir().unwrap();
@@ -244,56 +220,9 @@ mod tests {
                 home: home.to_path_buf(),
                 user_scope,
             },
-            kimi_code_home: home.join(".kimi-code"),
-            kimi_legacy_home: home.join(".kimi"),
             installed: &|_| None,
             symlinks: true,
         }
-    }
-
-    #[test]
-    fn pending_lists_what_applies_and_writes_nothing() {
-        let (dir, repo) = world(&[
-            ("home/.kimi/config.toml", LEGACY_KIMI),
-            ("repo/.claude/settings.json", FLAT_STOP),
-        ]);
-        let home = dir.path().join("home");
-        let ids = pending_in(&env(&home, &repo, true)).unwrap();
-        assert_eq!(ids, ["claude-hook-shape", "kimi-legacy-to-code"]);
-        assert_eq!(
-            std::fs::read_to_string(home.join(".kimi/config.toml")).unwrap(),
-            LEGACY_KIMI
-        );
-        assert!(!home.join(".kimi-code").exists());
-    }
-
-    #[test]
-    fn pending_is_empty_when_nothing_applies() {
-        let (dir, repo) = world(&[(
-            "home/.kimi-code/config.toml",
-            "[[hooks]]\nevent = \"Stop\"\ncommand = \"memloop hook stop --agent kimi\"\ntimeout = 15\n",
-        )]);
-        let ids = pending_in(&env(&dir.path().join("home"), &repo, true)).unwrap();
-        assert!(ids.is_empty(), "{ids:?}");
-    }
-
-    #[test]
-    fn user_files_without_consent_are_held_not_applied() {
-        let (dir, repo) = world(&[
-            ("home/.kimi/config.toml", LEGACY_KIMI),
-            ("repo/.claude/settings.json", FLAT_STOP),
-        ]);
-        let plan = plan(&env(&dir.path().join("home"), &repo, false)).unwrap();
-        let ids = |list: &[Applied]| list.iter().map(|a| a.id).collect::<Vec<_>>();
-        assert_eq!(ids(&plan.applied), ["claude-hook-shape"]);
-        assert_eq!(ids(&plan.held), ["kimi-legacy-to-code"]);
-        let changed: Vec<String> = plan
-            .files
-            .changes()
-            .into_iter()
-            .map(|(c, _, _)| c.target.display)
-            .collect();
-        assert_eq!(changed, [".claude/settings.json"]);
     }
 
     #[test]
@@ -319,32 +248,5 @@ mod tests {
                 other.map(|a| a.map(|a| a.id))
             ),
         }
-    }
-
-    #[test]
-    fn an_unparsable_file_is_refused_with_its_position() {
-        let (dir, repo) = world(&[("home/.kimi/config.toml", "[[hooks]\nevent = 1\n")]);
-        let err = pending_in(&env(&dir.path().join("home"), &repo, true)).unwrap_err();
-        assert!(
-            err.to_string().starts_with("~/.kimi/config.toml:1:"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn ids_are_unique_and_named_after_their_agent() {
-        let mut ids: Vec<&str> = MIGRATIONS.iter().map(|m| m.id).collect();
-        for m in MIGRATIONS {
-            let prefix = m.agent.map_or("memloop", AgentId::as_str);
-            assert!(
-                m.id.starts_with(prefix),
-                "{} should start with {prefix}",
-                m.id
-            );
-        }
-        ids.sort_unstable();
-        let before = ids.len();
-        ids.dedup();
-        assert_eq!(ids.len(), before, "duplicate migration ids");
     }
 }

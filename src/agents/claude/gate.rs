@@ -20,7 +20,8 @@ use serde_json::Value;
 
 use crate::gate::jsonl::{self, Cursor};
 use crate::gate::rules::ToolSets;
-use crate::gate::state::{self, State};
+use crate::gate::state::{self, State, Store};
+use crate::gate::{Reader, Reading, Session};
 
 /// What the gate takes from Claude Code's Stop input.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -220,6 +221,31 @@ fn apply(state: &mut State, row: Row, tools: &ToolSets) {
             state.last_message_tools.push(id);
         }
         state.session.tool_call(tools.classify(&name));
+    }
+}
+
+impl Reader for super::Claude {
+    fn stop(
+        &self,
+        input: &Value,
+        store: &Store,
+        reading: &Reading,
+    ) -> anyhow::Result<Option<Session>> {
+        let input = parse_input(input)?;
+        let (mut state, slot) = store.load(reading.agent, &input.session_id)?;
+        let read = std::path::absolute(&input.transcript)
+            .with_context(|| format!("cannot resolve {}", input.transcript.display()))
+            .and_then(|transcript| collect(&mut state, &transcript, reading.tools));
+        match read {
+            // The retry after a block is let through, whatever became of the transcript.
+            Err(_) if input.stop_hook_active => return Ok(None),
+            other => other?,
+        }
+        Ok(Some(Session {
+            slot,
+            state,
+            active: input.stop_hook_active,
+        }))
     }
 }
 

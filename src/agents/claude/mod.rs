@@ -3,14 +3,51 @@
 
 pub mod doctor;
 pub mod gate;
+pub mod live;
 pub mod upgrade;
+
+use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
 use crate::config::{AgentId, Transport};
+use crate::doctor::Doctor;
 use crate::edit::json::Dialect;
 use crate::repo::Context;
 use crate::target::{Desired, Format, Fragment, Scope, Target};
+
+/// Claude in the list of agents (`agents::of`).
+pub struct Claude;
+
+impl super::Agent for Claude {
+    fn id(&self) -> AgentId {
+        AgentId::Claude
+    }
+
+    fn configured_in(&self, root: &Path) -> bool {
+        root.join(".claude").exists() || root.join(".mcp.json").exists()
+    }
+
+    fn targets(&self, ctx: &Context, _skipped: &mut Vec<String>) -> anyhow::Result<Vec<Target>> {
+        targets(ctx)
+    }
+
+    fn live(&self, d: &mut Doctor, program: &Path, _found: &crate::doctor::Agent) {
+        live::check(d, program);
+    }
+
+    fn check(&self, d: &mut Doctor) {
+        doctor::check(d);
+    }
+
+    fn gate(&self) -> &dyn crate::gate::Reader {
+        self
+    }
+
+    fn migrations(&self) -> &'static [crate::upgrade::Migration] {
+        upgrade::MIGRATIONS
+    }
+}
 
 pub const HOOK_COMMAND: &str = "memloop hook stop --agent claude";
 /// Seconds; the gate reads only what was appended since its last check.

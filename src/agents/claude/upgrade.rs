@@ -16,15 +16,15 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use crate::agents::claude::{HOOK_COMMAND, hook_group};
-use crate::agents::instructions;
-use crate::agents::version::Version;
-use crate::agents::version::{Product, Range};
 use crate::config::{AgentId, Layout};
 use crate::edit::json::Dialect;
 use crate::edit::markdown;
 use crate::engine::{self, Content, Mode, PlanError};
+use crate::instructions;
 use crate::target::is_hook_group_for;
 use crate::upgrade::{Env, Files, Migration};
+use crate::version::Version;
+use crate::version::{Product, Range};
 
 const EVERY_VERSION: Range = Range::Versions {
     product: Product::ClaudeCode,
@@ -32,6 +32,9 @@ const EVERY_VERSION: Range = Range::Versions {
     below: None,
     if_missing: true,
 };
+
+/// Claude Code's migrations, in the order they run.
+pub const MIGRATIONS: &[Migration] = &[HOOK_SHAPE, AGENTS_MD];
 
 pub const HOOK_SHAPE: Migration = Migration {
     id: "claude-hook-shape",

@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::agents::detect::KimiFlavor;
-use crate::agents::kimi::{code_home, legacy_home};
+use crate::agents::kimi::{KimiFlavor, code_home, legacy_home};
 use crate::config::AgentId;
 use crate::doctor::locate::{JsonFile, Step, read_text};
 use crate::doctor::{Doctor, Finding};

@@ -18,7 +18,8 @@ use serde_json::Value;
 
 use crate::gate::jsonl::{self, Cursor, Resume};
 use crate::gate::rules::ToolSets;
-use crate::gate::state::{self, State};
+use crate::gate::state::{self, State, Store};
+use crate::gate::{Reader, Reading, Session};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Input {
@@ -167,6 +168,26 @@ fn apply(state: &mut State, row: Row, tools: &ToolSets) {
                 .tool_call(tools.classify(canonical_tool(&name)));
         }
         _ => {}
+    }
+}
+
+impl Reader for super::Kimi {
+    fn stop(
+        &self,
+        input: &Value,
+        store: &Store,
+        reading: &Reading,
+    ) -> anyhow::Result<Option<Session>> {
+        let input = parse_input(input)?;
+        let logs = logs(&home()?, &input.session_id)?;
+        let (mut state, slot) = store.load(reading.agent, &input.session_id)?;
+        collect(&mut state, &logs, reading.tools)?;
+        let active = input.stop_hook_active || state.blocked_last;
+        Ok(Some(Session {
+            slot,
+            state,
+            active,
+        }))
     }
 }
 

@@ -5,19 +5,74 @@
 
 pub mod doctor;
 pub mod gate;
+pub mod live;
 pub mod upgrade;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::bail;
 use serde_json::{Map, Value, json};
 
-use super::detect::KimiFlavor;
 use crate::config::{AgentId, Piece, Transport, env_pieces};
+use crate::doctor::Doctor;
 use crate::edit::json::Dialect;
 use crate::edit::toml::{Entry, EntryValue};
 use crate::repo::Context;
 use crate::target::{Desired, Format, Fragment, Scope, Target};
+
+/// Which Kimi program reads the user's config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KimiFlavor {
+    /// Kimi Code 2.x (`~/.kimi-code`), also the choice when no `kimi` is installed.
+    Code,
+    /// Legacy kimi-cli 1.x (`~/.kimi`), whose `--version` prints `kimi, version 1.x`.
+    Legacy,
+}
+
+/// Kimi in the list of agents (`agents::of`).
+pub struct Kimi;
+
+impl super::Agent for Kimi {
+    fn id(&self) -> AgentId {
+        AgentId::Kimi
+    }
+
+    fn configured_in(&self, root: &Path) -> bool {
+        root.join(".kimi-code").exists()
+    }
+
+    fn targets(&self, ctx: &Context, skipped: &mut Vec<String>) -> anyhow::Result<Vec<Target>> {
+        targets(ctx, kimi_flavor(), skipped)
+    }
+
+    fn live(&self, d: &mut Doctor, program: &Path, found: &crate::doctor::Agent) {
+        live::check(d, program, found);
+    }
+
+    fn check(&self, d: &mut Doctor) {
+        doctor::check(d);
+    }
+
+    fn gate(&self) -> &dyn crate::gate::Reader {
+        self
+    }
+
+    fn migrations(&self) -> &'static [crate::upgrade::Migration] {
+        upgrade::MIGRATIONS
+    }
+}
+
+pub fn kimi_flavor() -> KimiFlavor {
+    match crate::detect::installed_version("kimi") {
+        Some(version)
+            if version.starts_with("kimi, version 1.")
+                || version.starts_with("kimi, version 0.") =>
+        {
+            KimiFlavor::Legacy
+        }
+        _ => KimiFlavor::Code,
+    }
+}
 
 pub const HOOK_COMMAND: &str = "memloop hook stop --agent kimi";
 pub const HOOK_TIMEOUT: i64 = 15;

@@ -17,14 +17,14 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 use toml_edit::TableLike;
 
-use crate::agents::kimi::{HOOK_COMMAND, hook_entry, server_entry};
-use crate::agents::version::Version;
-use crate::agents::version::{Product, Range};
+use crate::agents::kimi::{HOOK_COMMAND, code_home, hook_entry, legacy_home, server_entry};
 use crate::config::AgentId;
 use crate::edit::json::Dialect;
 use crate::edit::toml::TomlDoc;
 use crate::engine::PlanError;
 use crate::upgrade::{Env, Files, Migration};
+use crate::version::Version;
+use crate::version::{Product, Range};
 
 const KIMI_CODE: Range = Range::Versions {
     product: Product::KimiCode,
@@ -32,6 +32,9 @@ const KIMI_CODE: Range = Range::Versions {
     below: None,
     if_missing: true,
 };
+
+/// Kimi's migrations, in the order they run.
+pub const MIGRATIONS: &[Migration] = &[LEGACY_TO_CODE, STREAMABLE_HTTP, TOOL_NAMES];
 
 pub const LEGACY_TO_CODE: Migration = Migration {
     id: "kimi-legacy-to-code",
@@ -61,11 +64,11 @@ pub const TOOL_NAMES: Migration = Migration {
 };
 
 fn legacy_config(env: &Env) -> PathBuf {
-    env.kimi_legacy_home.join("config.toml")
+    legacy_home(&env.ctx).join("config.toml")
 }
 
 fn legacy_mcp(env: &Env) -> PathBuf {
-    env.kimi_legacy_home.join("mcp.json")
+    legacy_home(&env.ctx).join("mcp.json")
 }
 
 fn server_path(env: &Env) -> Vec<String> {
@@ -91,7 +94,7 @@ fn legacy_detect(env: &Env, files: &mut Files) -> Result<Vec<String>, PlanError>
         found.push(format!(
             "{}: [[hooks]] Stop running `{HOOK_COMMAND}` (Kimi Code reads {})",
             files.display(&config),
-            files.display(&env.kimi_code_home.join("config.toml"))
+            files.display(&code_home(&env.ctx).join("config.toml"))
         ));
     }
     let mcp = legacy_mcp(env);
@@ -114,7 +117,7 @@ fn legacy_rewrite(env: &Env, files: &mut Files) -> Result<(), PlanError> {
     {
         doc.remove_entry("hooks", &hook_entry(), true);
         files.write_text(&config, &doc.to_text(), encoding)?;
-        let code = env.kimi_code_home.join("config.toml");
+        let code = code_home(&env.ctx).join("config.toml");
         let (mut doc, encoding) = match files.toml(&code)? {
             Some(found) => found,
             None => (
@@ -145,7 +148,7 @@ fn legacy_rewrite(env: &Env, files: &mut Files) -> Result<(), PlanError> {
 fn mcp_files(env: &Env) -> Vec<PathBuf> {
     vec![
         legacy_mcp(env),
-        env.kimi_code_home.join("mcp.json"),
+        code_home(&env.ctx).join("mcp.json"),
         env.ctx.root.join(".mcp.json"),
         env.ctx.root.join(".kimi-code/mcp.json"),
     ]
@@ -248,7 +251,7 @@ pub fn rename_tools(matcher: &str) -> String {
 }
 
 fn code_config(env: &Env) -> PathBuf {
-    env.kimi_code_home.join("config.toml")
+    code_home(&env.ctx).join("config.toml")
 }
 
 /// `(event, old matcher, new matcher)` for every hook whose matcher names an old tool.

@@ -19,6 +19,7 @@ use serde_json::Value;
 use crate::gate::jsonl::{self, Cursor};
 use crate::gate::rules::ToolSets;
 use crate::gate::state::{State, Store};
+use crate::gate::{Reader, Reading, Session};
 
 pub const AGENT: &str = "opencode";
 
@@ -123,6 +124,29 @@ pub fn collect(
         }
     }
     Ok(())
+}
+
+impl Reader for super::Opencode {
+    fn stop(
+        &self,
+        input: &Value,
+        store: &Store,
+        reading: &Reading,
+    ) -> anyhow::Result<Option<Session>> {
+        let input = parse_stop(input)?;
+        let ledger = store.ledger_path(reading.agent, &input.session_id);
+        let (mut state, slot) = store.load(reading.agent, &input.session_id)?;
+        collect(&mut state, &ledger, &input, reading.server, reading.tools)?;
+        Ok(Some(Session {
+            slot,
+            state,
+            active: input.stop_hook_active,
+        }))
+    }
+
+    fn recorder(&self) -> Option<fn(&Value, &Store) -> anyhow::Result<()>> {
+        Some(|input, store| record(store, &parse_record(input)?))
+    }
 }
 
 #[cfg(test)]

@@ -4,14 +4,53 @@
 
 pub mod doctor;
 pub mod gate;
+pub mod live;
 pub mod upgrade;
+
+use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
 use crate::config::{AgentId, Piece, Transport, env_pieces};
+use crate::doctor::Doctor;
 use crate::edit::json::Dialect;
 use crate::repo::Context;
 use crate::target::{Desired, Format, Fragment, Scope, Target};
+
+/// Opencode in the list of agents (`agents::of`).
+pub struct Opencode;
+
+impl super::Agent for Opencode {
+    fn id(&self) -> AgentId {
+        AgentId::Opencode
+    }
+
+    fn configured_in(&self, root: &Path) -> bool {
+        root.join("opencode.json").exists()
+            || root.join("opencode.jsonc").exists()
+            || root.join(".opencode").exists()
+    }
+
+    fn targets(&self, ctx: &Context, _skipped: &mut Vec<String>) -> anyhow::Result<Vec<Target>> {
+        targets(ctx)
+    }
+
+    fn live(&self, d: &mut Doctor, program: &Path, found: &crate::doctor::Agent) {
+        live::check(d, program, found);
+    }
+
+    fn check(&self, d: &mut Doctor) {
+        doctor::check(d);
+    }
+
+    fn gate(&self) -> &dyn crate::gate::Reader {
+        self
+    }
+
+    fn migrations(&self) -> &'static [crate::upgrade::Migration] {
+        upgrade::MIGRATIONS
+    }
+}
 
 pub const SCHEMA_URL: &str = "https://opencode.ai/config.json";
 pub const PLUGIN_PATH: &str = ".opencode/plugins/memloop.js";
@@ -60,8 +99,8 @@ pub fn targets(ctx: &Context) -> anyhow::Result<Vec<Target>> {
 /// Whether the installed OpenCode is 2.x, which keeps servers in `mcp.servers.<name>` with
 /// `disabled` (its documentation; `memloop upgrade` migrates V1 entries).
 pub fn is_v2() -> bool {
-    super::detect::installed_version("opencode")
-        .and_then(|line| super::version::Version::find(&line))
+    crate::detect::installed_version("opencode")
+        .and_then(|line| crate::version::Version::find(&line))
         .is_some_and(|version| version.0 >= 2)
 }
 

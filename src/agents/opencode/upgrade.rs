@@ -16,17 +16,20 @@ use std::path::PathBuf;
 use serde_json::json;
 
 use crate::agents::opencode::{PLUGIN_PATH, SCHEMA_URL, server_entry, v2_entry};
-use crate::agents::version::Version;
-use crate::agents::version::{Product, Range};
 use crate::config::AgentId;
 use crate::edit::json::Dialect;
 use crate::engine::{Content, PlanError};
 use crate::gate::OPENCODE_PLUGIN;
 use crate::upgrade::{Env, Files, Migration};
+use crate::version::Version;
+use crate::version::{Product, Range};
 
 /// The legacy plugin folder, removed after the move when nothing else is in it.
 pub const LEGACY_PLUGIN_DIR: &str = ".opencode/plugin";
 const PLUGIN_HEADER: &str = "// memloop opencode plugin v";
+
+/// OpenCode's migrations, in the order they run.
+pub const MIGRATIONS: &[Migration] = &[PLUGIN_DIR, PLUGIN_VERSION, CONFIG_TWINS, V2_CONFIG];
 
 pub const PLUGIN_DIR: Migration = Migration {
     id: "opencode-plugin-dir",

@@ -8,27 +8,6 @@ use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-/// Which Kimi program reads the user's config.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KimiFlavor {
-    /// Kimi Code 2.x (`~/.kimi-code`), also the choice when no `kimi` is installed.
-    Code,
-    /// Legacy kimi-cli 1.x (`~/.kimi`), whose `--version` prints `kimi, version 1.x`.
-    Legacy,
-}
-
-pub fn kimi_flavor() -> KimiFlavor {
-    match installed_version("kimi") {
-        Some(version)
-            if version.starts_with("kimi, version 1.")
-                || version.starts_with("kimi, version 0.") =>
-        {
-            KimiFlavor::Legacy
-        }
-        _ => KimiFlavor::Code,
-    }
-}
-
 /// The first line `program --version` prints, if the program is on PATH.
 pub fn installed_version(program: &str) -> Option<String> {
     let path = which::which(program).ok()?;

@@ -10,7 +10,7 @@ use crate::config::{AgentId, Layout};
 use crate::target::{Desired, Format, Fragment, Scope, Target};
 
 /// The two rule lines, verbatim from the seed.
-pub const RULES: &str = include_str!("../../assets/rules.md");
+pub const RULES: &str = include_str!("../assets/rules.md");
 /// What `CLAUDE.md` holds when `AGENTS.md` carries the rules.
 pub const IMPORT: &str = "@AGENTS.md";
 const LOST_LINK: &str = "CLAUDE.md";

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::agents::detect::installed_version;
+use crate::detect::installed_version;
 
 /// The programs migrations are written for. `kimi` on PATH is one of two programs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,7 +80,7 @@ pub fn identify(product: Product, line: &str) -> Option<Installed> {
     Some(Installed { product, version })
 }
 
-/// The program on PATH for `product` (cached by `agents::detect`), or `None`.
+/// The program on PATH for `product` (cached by `detect`), or `None`.
 pub fn installed(product: Product) -> Option<Installed> {
     identify(product, &installed_version(product.program())?)
 }

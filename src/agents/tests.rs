@@ -1,0 +1,103 @@
+//! The upgrade runner over the agents' real migrations: what applies, what waits for consent,
+//! and what is refused.
+
+use std::path::Path;
+
+use crate::agents::migrations;
+use crate::config::{AgentId, Config};
+use crate::engine::state::InstallState;
+use crate::repo::{Context, Repo};
+use crate::upgrade::{Applied, Env, pending_in, plan};
+
+const LEGACY_KIMI: &str = "# mine\ndefault_model = \"k\"\n\n[[hooks]]\nevent = \"Stop\"\ncommand = \"memloop hook stop --agent kimi\"\ntimeout = 15\n";
+const FLAT_STOP: &str = "{\"hooks\": {\"Stop\": [{\"type\": \"command\", \"command\": \"memloop hook stop --agent claude\"}]}}\n";
+
+fn world(files: &[(&str, &str)]) -> (tempfile::TempDir, Repo) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    for (path, text) in files {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let config = Config {
+        agents: vec![AgentId::Claude, AgentId::Kimi],
+        ..Config::default()
+    };
+    let repo = Repo {
+        root,
+        config,
+        state: InstallState::default(),
+    };
+    (dir, repo)
+}
+
+fn env<'a>(home: &Path, repo: &'a Repo, user_scope: bool) -> Env<'a> {
+    Env {
+        ctx: Context {
+            root: &repo.root,
+            config: &repo.config,
+            server: repo.config.server().unwrap(),
+            home: home.to_path_buf(),
+            user_scope,
+        },
+        installed: &|_| None,
+        symlinks: true,
+    }
+}
+
+#[test]
+fn pending_lists_what_applies_and_writes_nothing() {
+    let (dir, repo) = world(&[
+        ("home/.kimi/config.toml", LEGACY_KIMI),
+        ("repo/.claude/settings.json", FLAT_STOP),
+    ]);
+    let home = dir.path().join("home");
+    let ids = pending_in(&env(&home, &repo, true), &migrations()).unwrap();
+    assert_eq!(ids, ["claude-hook-shape", "kimi-legacy-to-code"]);
+    assert_eq!(
+        std::fs::read_to_string(home.join(".kimi/config.toml")).unwrap(),
+        LEGACY_KIMI
+    );
+    assert!(!home.join(".kimi-code").exists());
+}
+
+#[test]
+fn pending_is_empty_when_nothing_applies() {
+    let (dir, repo) = world(&[(
+        "home/.kimi-code/config.toml",
+        "[[hooks]]\nevent = \"Stop\"\ncommand = \"memloop hook stop --agent kimi\"\ntimeout = 15\n",
+    )]);
+    let ids = pending_in(&env(&dir.path().join("home"), &repo, true), &migrations()).unwrap();
+    assert!(ids.is_empty(), "{ids:?}");
+}
+
+#[test]
+fn user_files_without_consent_are_held_not_applied() {
+    let (dir, repo) = world(&[
+        ("home/.kimi/config.toml", LEGACY_KIMI),
+        ("repo/.claude/settings.json", FLAT_STOP),
+    ]);
+    let plan = plan(&env(&dir.path().join("home"), &repo, false), &migrations()).unwrap();
+    let ids = |list: &[Applied]| list.iter().map(|a| a.id).collect::<Vec<_>>();
+    assert_eq!(ids(&plan.applied), ["claude-hook-shape"]);
+    assert_eq!(ids(&plan.held), ["kimi-legacy-to-code"]);
+    let changed: Vec<String> = plan
+        .files
+        .changes()
+        .into_iter()
+        .map(|(c, _, _)| c.target.display)
+        .collect();
+    assert_eq!(changed, [".claude/settings.json"]);
+}
+
+#[test]
+fn an_unparsable_file_is_refused_with_its_position() {
+    let (dir, repo) = world(&[("home/.kimi/config.toml", "[[hooks]\nevent = 1\n")]);
+    let err = pending_in(&env(&dir.path().join("home"), &repo, true), &migrations()).unwrap_err();
+    assert!(
+        err.to_string().starts_with("~/.kimi/config.toml:1:"),
+        "{err}"
+    );
+}
