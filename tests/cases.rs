@@ -8,10 +8,11 @@
 //!
 //! `MEMLOOP_BLESS=1 cargo test --test cases` rewrites `out/` from the actual result; review the diff.
 
+mod harness;
 mod trees;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use trees::{Sandbox, collapse_plugin, copy_tree, describe, expand_plugin, snapshot};
 
@@ -157,36 +158,16 @@ fn run_case(case: &Path) -> Vec<String> {
     failures
 }
 
-#[test]
-fn cases() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases");
-    let mut names: Vec<PathBuf> = std::fs::read_dir(&root)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.join("case.toml").exists())
-        .collect();
-    names.sort();
-    assert!(
-        names.len() >= 30,
-        "expected at least 30 cases, found {}",
-        names.len()
-    );
-    let mut report = Vec::new();
-    for case in &names {
-        let failures = run_case(case);
-        if !failures.is_empty() {
-            report.push(format!(
-                "=== {}\n{}",
-                case.file_name().unwrap().to_string_lossy(),
-                failures.join("\n")
-            ));
-        }
+/// One case: its failures joined, if any.
+fn case(dir: &Path) -> Result<(), String> {
+    let failures = run_case(dir);
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("\n"))
     }
-    assert!(
-        report.is_empty(),
-        "{} of {} cases failed:\n{}",
-        report.len(),
-        names.len(),
-        report.join("\n\n")
-    );
+}
+
+fn main() {
+    harness::run("cases", 30, case, &[]);
 }

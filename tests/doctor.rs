@@ -6,6 +6,8 @@
 //! The agents are fake scripts in `bin/` (no real agent is needed); PATH holds only that folder
 //! and memloop itself.
 
+mod harness;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -319,35 +321,6 @@ fn run_case(dir: &Path) -> Result<(), String> {
     }
 }
 
-#[test]
-fn cases() {
-    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/doctor/cases");
-    let mut names: Vec<PathBuf> = std::fs::read_dir(&base)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.join("case.toml").exists())
-        .collect();
-    names.sort();
-    assert!(names.len() > 40, "the fixtures are missing");
-    let filter = std::env::var("DOCTOR_CASE").unwrap_or_default();
-    let mut failed = Vec::new();
-    for dir in &names {
-        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
-        if !name.contains(&filter) {
-            continue;
-        }
-        if let Err(why) = run_case(dir) {
-            failed.push(format!("--- {name}\n{why}"));
-        }
-    }
-    assert!(
-        failed.is_empty(),
-        "{} case(s) failed:\n{}",
-        failed.len(),
-        failed.join("\n")
-    );
-}
-
 /// A repository with problems of several kinds, for the output snapshots.
 fn snapshot_sandbox() -> Sandbox {
     let sandbox = Sandbox::new();
@@ -378,7 +351,6 @@ fn normalized(sandbox: &Sandbox, out: &Output) -> String {
         )
 }
 
-#[test]
 fn snapshot_text() {
     let sandbox = snapshot_sandbox();
     let out = sandbox.run(&["doctor", "--format", "text"]);
@@ -389,7 +361,6 @@ fn snapshot_text() {
     );
 }
 
-#[test]
 fn snapshot_json() {
     let sandbox = snapshot_sandbox();
     let out = sandbox.run(&["doctor", "--format", "json"]);
@@ -400,7 +371,6 @@ fn snapshot_json() {
     );
 }
 
-#[test]
 fn snapshot_github() {
     let sandbox = snapshot_sandbox();
     let out = sandbox
@@ -460,7 +430,6 @@ fn serve_http(
     }
 }
 
-#[test]
 fn live_probe_over_http_sends_the_session_and_the_referenced_token() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -517,7 +486,6 @@ fn live_probe_over_http_sends_the_session_and_the_referenced_token() {
     );
 }
 
-#[test]
 fn completions_cover_every_command() {
     let sandbox = Sandbox::new();
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
@@ -530,4 +498,25 @@ fn completions_cover_every_command() {
     }
     let out = sandbox.run(&["completions", "tcsh"]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+fn main() {
+    harness::run(
+        "doctor/cases",
+        40,
+        run_case,
+        &[
+            ("snapshot_text", snapshot_text),
+            ("snapshot_json", snapshot_json),
+            ("snapshot_github", snapshot_github),
+            (
+                "live_probe_over_http_sends_the_session_and_the_referenced_token",
+                live_probe_over_http_sends_the_session_and_the_referenced_token,
+            ),
+            (
+                "completions_cover_every_command",
+                completions_cover_every_command,
+            ),
+        ],
+    );
 }

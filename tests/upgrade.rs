@@ -14,9 +14,10 @@
 //! `MEMLOOP_BLESS=1 cargo test --test upgrade` rewrites existing `out/` folders from the actual
 //! result; review the diff before committing it.
 
+mod harness;
 mod trees;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use trees::{Entry, Sandbox, Tree, collapse_plugin, copy_tree, describe, expand_plugin, snapshot};
@@ -230,43 +231,7 @@ fn run_case(case: &Path) -> Vec<String> {
     failures
 }
 
-#[test]
-fn upgrade_cases() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/upgrade");
-    let mut names: Vec<PathBuf> = std::fs::read_dir(&root)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.join("case.toml").exists())
-        .collect();
-    names.sort();
-    let only = std::env::var("UPGRADE_CASE").ok();
-    let mut report = Vec::new();
-    let mut ran = 0;
-    for case in &names {
-        let name = case.file_name().unwrap().to_string_lossy().into_owned();
-        if only.as_ref().is_some_and(|o| !name.contains(o.as_str())) {
-            continue;
-        }
-        ran += 1;
-        let failures = run_case(case);
-        if !failures.is_empty() {
-            report.push(format!("=== {name}\n{}", failures.join("\n")));
-        }
-    }
-    assert!(
-        only.is_some() || ran >= 20,
-        "expected at least 20 upgrade cases, found {ran}"
-    );
-    assert!(
-        report.is_empty(),
-        "{} of {ran} upgrade cases failed:\n{}",
-        report.len(),
-        report.join("\n\n")
-    );
-}
-
 /// Every migration id has at least one case that applies it (named in `stdout_contains`).
-#[test]
 fn every_migration_has_a_case_that_applies_it() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/upgrade");
     let mut specs = String::new();
@@ -285,7 +250,6 @@ fn every_migration_has_a_case_that_applies_it() {
     }
 }
 
-#[test]
 fn list_names_every_migration_with_its_range() {
     let out = Command::new(env!("CARGO_BIN_EXE_memloop"))
         .args(["upgrade", "--list"])
@@ -301,4 +265,32 @@ fn list_names_every_migration_with_its_range() {
             .unwrap_or_else(|| panic!("--list lacks {}:\n{stdout}", migration.id));
         assert!(line.contains(&migration.range.to_string()), "{line}");
     }
+}
+
+/// One case: its failures joined, if any.
+fn case(dir: &Path) -> Result<(), String> {
+    let failures = run_case(dir);
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("\n"))
+    }
+}
+
+fn main() {
+    harness::run(
+        "upgrade",
+        20,
+        case,
+        &[
+            (
+                "every_migration_has_a_case_that_applies_it",
+                every_migration_has_a_case_that_applies_it,
+            ),
+            (
+                "list_names_every_migration_with_its_range",
+                list_names_every_migration_with_its_range,
+            ),
+        ],
+    );
 }
