@@ -105,9 +105,8 @@ pub fn plan(root: &Path, layout: Layout, agents: &[AgentId]) -> anyhow::Result<V
     let agents_path = root.join("AGENTS.md");
     let claude = inspect(&claude_path)?;
     let agents_md = inspect(&agents_path)?;
-    let needs_agents_md = agents
-        .iter()
-        .any(|a| matches!(a, AgentId::Opencode | AgentId::Kimi));
+    // Claude Code reads CLAUDE.md; every other agent reads AGENTS.md (`others`).
+    let needs_agents_md = agents.iter().any(|a| *a != AgentId::Claude);
     let mut out = Vec::new();
     let rules = |path: PathBuf, display: &str, readers: Vec<AgentId>| {
         block_target(root, path, display, RULES, readers)

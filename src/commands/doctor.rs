@@ -170,7 +170,11 @@ pub fn examine(repo: &Repo, options: &Options) -> Report {
     doctor::installed(&mut d);
     drift::check(&mut d);
     instructions::check(&mut d);
-    wiring::check(&mut d);
+    for agent in &enabled {
+        agent.check_rules(&mut d);
+    }
+    let mcp_files: Vec<_> = enabled.iter().flat_map(|a| a.mcp_files()).collect();
+    wiring::check(&mut d, &mcp_files);
     for agent in &enabled {
         agent.check(&mut d);
     }

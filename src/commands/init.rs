@@ -291,15 +291,16 @@ fn ask(root: &Path, args: &InitArgs) -> anyhow::Result<(Config, bool)> {
         _ => Layout::Symlink,
     };
 
-    let user_scope = if agents.contains(&AgentId::Kimi) {
-        args.user_scope
+    let questions: Vec<&str> = agents
+        .iter()
+        .filter_map(|id| crate::agents::of(*id).user_scope_question())
+        .collect();
+    let user_scope = !questions.is_empty()
+        && (args.user_scope
             || Confirm::new()
-                .with_prompt("Kimi Code reads hooks only from your user config (~/.kimi-code/config.toml). Add the Stop gate there?")
+                .with_prompt(questions.join(" "))
                 .default(true)
-                .interact()?
-    } else {
-        false
-    };
+                .interact()?);
     Ok((
         Config {
             agents,

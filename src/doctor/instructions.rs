@@ -1,6 +1,7 @@
-//! The rules each agent reads: Claude Code reads `CLAUDE.md` (and what it imports), OpenCode
-//! reads `AGENTS.md` (else `CLAUDE.md`), Kimi Code reads `AGENTS.md` only, capped at 32 KiB.
-//! Facts: research/claude-code.md section 4, opencode.md section 4, kimi.md section 4.
+//! The rules each agent reads: `CLAUDE.md` and what it imports (`claude_md`), or the first of
+//! some names that exists (`first_of`). Which one an agent reads, and what else it checks about
+//! that file, is the agent's (`agents::Agent::check_rules`). Facts: research/claude-code.md
+//! section 4, opencode.md section 4, kimi.md section 4.
 
 use std::path::{Path, PathBuf};
 
@@ -9,8 +10,6 @@ use crate::config::AgentId;
 use crate::edit::markdown;
 use crate::instructions::{Found, IMPORT, RULES, inspect};
 
-/// Kimi warns above this many bytes of instructions (legacy kimi-cli cuts there).
-pub const KIMI_CAP: u64 = 32 * 1024;
 const LOST_LINK: &str = "CLAUDE.md";
 
 /// What one name in the repository gives a reader.
@@ -85,20 +84,13 @@ fn rules_in(text: &str) -> Rules {
     }
 }
 
+/// What the rules files share: `AGENTS.md`, when an agent other than Claude Code reads it, as
+/// the link `memloop sync` made (`crate::instructions` plans the same way).
 pub fn check(d: &mut Doctor) {
     let root = d.repo.root.clone();
-    let needs_agents_md = d.enabled(AgentId::Opencode) || d.enabled(AgentId::Kimi);
+    let needs_agents_md = d.repo.config.agents.iter().any(|a| *a != AgentId::Claude);
     if needs_agents_md {
         agents_link(d, &root);
-    }
-    if d.enabled(AgentId::Claude) {
-        claude(d, &root);
-    }
-    if d.enabled(AgentId::Opencode) {
-        opencode(d, &root);
-    }
-    if d.enabled(AgentId::Kimi) {
-        kimi(d, &root);
     }
 }
 
@@ -132,7 +124,10 @@ fn agents_link(d: &mut Doctor, root: &Path) {
     }
 }
 
-fn claude(d: &mut Doctor, root: &Path) {
+/// `CLAUDE.md` as Claude Code reads it: its own block, or an `@AGENTS.md` import of the rules.
+pub fn claude_md(d: &mut Doctor) {
+    let root = d.repo.root.clone();
+    let root = root.as_path();
     let path = root.join("CLAUDE.md");
     let agent = AgentId::Claude;
     let claude_md = read(&path);
@@ -224,47 +219,19 @@ fn import(d: &mut Doctor, root: &Path, line: usize) {
     }
 }
 
-fn opencode(d: &mut Doctor, root: &Path) {
-    let agent = AgentId::Opencode;
+/// The first of `names` that exists in the repository, as `program` reads it.
+pub fn first_of(d: &mut Doctor, agent: AgentId, program: &str, names: &[&'static str]) {
+    let root = d.repo.root.clone();
     let sync = d.sync_command(false);
-    // OpenCode reads the first of AGENTS.md, CLAUDE.md, CONTEXT.md that exists.
-    let (name, found) = ["AGENTS.md", "CLAUDE.md", "CONTEXT.md"]
-        .into_iter()
-        .map(|name| (name, read(&root.join(name))))
+    let (name, found) = names
+        .iter()
+        .map(|name| (*name, read(&root.join(name))))
         .find(|(_, found)| !matches!(found, Read::Missing))
-        .unwrap_or(("AGENTS.md", Read::Missing));
-    reader_sees(d, agent, name, found, sync);
+        .unwrap_or((names[0], Read::Missing));
+    reader_sees(d, agent, program, name, found, sync);
 }
 
-fn kimi(d: &mut Doctor, root: &Path) {
-    let agent = AgentId::Kimi;
-    let sync = d.sync_command(false);
-    let path = root.join("AGENTS.md");
-    if let Ok(meta) = std::fs::metadata(&path)
-        && meta.len() > KIMI_CAP
-    {
-        d.push(
-            Finding::warning(
-                agent,
-                "agents-md-size",
-                format!(
-                    "AGENTS.md is {} KiB, over Kimi's 32 KiB cap: Kimi warns and legacy kimi-cli cuts the end off, where memloop's block usually sits",
-                    meta.len() / 1024
-                ),
-            )
-            .file("AGENTS.md")
-            .fix("shorten AGENTS.md below 32 KiB or move detail into linked files"),
-        );
-    }
-    reader_sees(d, agent, "AGENTS.md", read(&path), sync);
-}
-
-fn reader_sees(d: &mut Doctor, agent: AgentId, name: &str, found: Read, sync: &str) {
-    let program = match agent {
-        AgentId::Opencode => "OpenCode",
-        AgentId::Kimi => "Kimi Code",
-        AgentId::Claude => "Claude Code",
-    };
+fn reader_sees(d: &mut Doctor, agent: AgentId, program: &str, name: &str, found: Read, sync: &str) {
     let finding = match found {
         Read::Missing => Finding::error(
             agent,

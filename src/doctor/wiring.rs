@@ -10,11 +10,12 @@ use crate::config::AgentId;
 use crate::edit::json::Dialect;
 use crate::edit::markdown::BLOCK_VERSION;
 
-pub fn check(d: &mut Doctor) {
+/// `mcp_files`: the committed MCP configs of the enabled agents (`agents::Agent::mcp_files`).
+pub fn check(d: &mut Doctor, mcp_files: &[&McpFile]) {
     on_path(d);
     newer_writer(d);
     global_opencode_plugin(d);
-    secrets(d);
+    secrets(d, mcp_files);
 }
 
 fn this_version() -> Vec<u64> {
@@ -210,7 +211,7 @@ fn secret_value(value: &str) -> bool {
 /// Whether `value` only references the environment in the file's own syntax.
 fn is_reference(value: &str, syntax: Syntax) -> bool {
     let stripped = match syntax {
-        Syntax::Claude => {
+        Syntax::Dollar => {
             let Some(pieces) = crate::config::env_pieces(value) else {
                 return false;
             };
@@ -228,7 +229,7 @@ fn is_reference(value: &str, syntax: Syntax) -> bool {
                 })
                 .collect::<String>()
         }
-        Syntax::Opencode => {
+        Syntax::Braces => {
             let mut rest = value.to_owned();
             let mut any = false;
             for prefix in ["{env:", "{file:"] {
@@ -245,56 +246,27 @@ fn is_reference(value: &str, syntax: Syntax) -> bool {
             }
             rest
         }
-        Syntax::Kimi => return false,
+        Syntax::Literal => return false,
     };
     let word = stripped.trim();
     word.is_empty() || ["bearer", "basic", "token"].contains(&word.to_ascii_lowercase().as_str())
 }
 
+/// How a file references the environment.
 #[derive(Clone, Copy)]
-enum Syntax {
-    Claude,
-    Opencode,
-    Kimi,
+pub enum Syntax {
+    /// `${VAR}` (Claude Code).
+    Dollar,
+    /// `{env:VAR}` and `{file:path}` (OpenCode).
+    Braces,
+    /// No references at all: a value is always literal (Kimi's headers).
+    Literal,
 }
 
 /// A literal credential in a committed MCP config is an error: it lands in git history.
-fn secrets(d: &mut Doctor) {
+fn secrets(d: &mut Doctor, files: &[&McpFile]) {
     let root = d.repo.root.clone();
-    let mut files: Vec<McpFile> = Vec::new();
-    if d.enabled(AgentId::Claude) {
-        files.push(McpFile {
-            agent: AgentId::Claude,
-            name: ".mcp.json",
-            syntax: Syntax::Claude,
-            dialect: Dialect::Strict,
-            servers: "mcpServers",
-            maps: &["headers", "env"],
-        });
-    }
-    if d.enabled(AgentId::Opencode) {
-        for name in ["opencode.json", "opencode.jsonc"] {
-            files.push(McpFile {
-                agent: AgentId::Opencode,
-                name,
-                syntax: Syntax::Opencode,
-                dialect: Dialect::Jsonc,
-                servers: "mcp",
-                maps: &["headers", "environment"],
-            });
-        }
-    }
-    if d.enabled(AgentId::Kimi) {
-        files.push(McpFile {
-            agent: AgentId::Kimi,
-            name: ".kimi-code/mcp.json",
-            syntax: Syntax::Kimi,
-            dialect: Dialect::Strict,
-            servers: "mcpServers",
-            maps: &["headers", "env"],
-        });
-    }
-    for spec in &files {
+    for spec in files {
         let Ok(Some(file)) = JsonFile::load(&root.join(spec.name), spec.name, spec.dialect) else {
             continue;
         };
@@ -304,13 +276,16 @@ fn secrets(d: &mut Doctor) {
 
 /// A committed MCP config: whose it is, its variable syntax, and where servers and their
 /// header and environment maps sit.
-struct McpFile {
-    agent: AgentId,
-    name: &'static str,
-    syntax: Syntax,
-    dialect: Dialect,
-    servers: &'static str,
-    maps: &'static [&'static str],
+pub struct McpFile {
+    pub agent: AgentId,
+    /// Relative to the repository.
+    pub name: &'static str,
+    pub syntax: Syntax,
+    pub dialect: Dialect,
+    /// The key holding the servers.
+    pub servers: &'static str,
+    /// The keys of each server's header and environment maps.
+    pub maps: &'static [&'static str],
 }
 
 fn scan_file(d: &mut Doctor, spec: &McpFile, file: &JsonFile) {
@@ -362,9 +337,9 @@ fn scan_file(d: &mut Doctor, spec: &McpFile, file: &JsonFile) {
                 steps.push(Step::Key(map_key));
                 steps.push(Step::Key(key));
                 let how = match syntax {
-                    Syntax::Claude => format!("write \"{key}\": \"Bearer ${{TOKEN_VAR}}\" and export TOKEN_VAR"),
-                    Syntax::Opencode => format!("write \"{key}\": \"Bearer {{env:TOKEN_VAR}}\" and export TOKEN_VAR"),
-                    Syntax::Kimi => "remove it; use \"bearerTokenEnvVar\": \"TOKEN_VAR\" (Kimi reads no variables in headers) or let the server inherit the variable".into(),
+                    Syntax::Dollar => format!("write \"{key}\": \"Bearer ${{TOKEN_VAR}}\" and export TOKEN_VAR"),
+                    Syntax::Braces => format!("write \"{key}\": \"Bearer {{env:TOKEN_VAR}}\" and export TOKEN_VAR"),
+                    Syntax::Literal => "remove it; use \"bearerTokenEnvVar\": \"TOKEN_VAR\" (Kimi reads no variables in headers) or let the server inherit the variable".into(),
                 };
                 d.push(
                     Finding::error(

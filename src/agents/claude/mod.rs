@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 
 use crate::config::{AgentId, Transport};
 use crate::doctor::Doctor;
+use crate::doctor::wiring::{McpFile, Syntax};
 use crate::edit::json::Dialect;
 use crate::repo::Context;
 use crate::target::{Desired, Format, Fragment, Scope, Target};
@@ -34,6 +35,21 @@ impl super::Agent for Claude {
 
     fn live(&self, d: &mut Doctor, program: &Path, _found: &crate::doctor::Agent) {
         live::check(d, program);
+    }
+
+    fn mcp_files(&self) -> &'static [McpFile] {
+        &[McpFile {
+            agent: AgentId::Claude,
+            name: ".mcp.json",
+            syntax: Syntax::Dollar,
+            dialect: Dialect::Strict,
+            servers: "mcpServers",
+            maps: &["headers", "env"],
+        }]
+    }
+
+    fn check_rules(&self, d: &mut Doctor) {
+        crate::doctor::instructions::claude_md(d);
     }
 
     fn check(&self, d: &mut Doctor) {

@@ -513,6 +513,30 @@ fn mcp_json(d: &mut Doctor, path: &Path, display: &str, flavor: KimiFlavor) {
     }
 }
 
+/// Kimi warns above this many bytes of instructions (legacy kimi-cli cuts there).
+pub const AGENTS_MD_CAP: u64 = 32 * 1024;
+
+/// `AGENTS.md` over Kimi's cap.
+pub fn agents_md_size(d: &mut Doctor) {
+    let path = d.repo.root.join("AGENTS.md");
+    if let Ok(meta) = std::fs::metadata(&path)
+        && meta.len() > AGENTS_MD_CAP
+    {
+        d.push(
+            Finding::warning(
+                AGENT,
+                "agents-md-size",
+                format!(
+                    "AGENTS.md is {} KiB, over Kimi's 32 KiB cap: Kimi warns and legacy kimi-cli cuts the end off, where memloop's block usually sits",
+                    meta.len() / 1024
+                ),
+            )
+            .file("AGENTS.md")
+            .fix("shorten AGENTS.md below 32 KiB or move detail into linked files"),
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 
 use crate::config::{AgentId, Piece, Transport, env_pieces};
 use crate::doctor::Doctor;
+use crate::doctor::wiring::{McpFile, Syntax};
 use crate::edit::json::Dialect;
 use crate::edit::toml::{Entry, EntryValue};
 use crate::repo::Context;
@@ -41,12 +42,34 @@ impl super::Agent for Kimi {
         root.join(".kimi-code").exists()
     }
 
+    fn user_scope_question(&self) -> Option<&'static str> {
+        Some(
+            "Kimi Code reads hooks only from your user config (~/.kimi-code/config.toml). Add the Stop gate there?",
+        )
+    }
+
     fn targets(&self, ctx: &Context, skipped: &mut Vec<String>) -> anyhow::Result<Vec<Target>> {
         targets(ctx, kimi_flavor(), skipped)
     }
 
     fn live(&self, d: &mut Doctor, program: &Path, found: &crate::doctor::Agent) {
         live::check(d, program, found);
+    }
+
+    fn mcp_files(&self) -> &'static [McpFile] {
+        &[McpFile {
+            agent: AgentId::Kimi,
+            name: ".kimi-code/mcp.json",
+            syntax: Syntax::Literal,
+            dialect: Dialect::Strict,
+            servers: "mcpServers",
+            maps: &["headers", "env"],
+        }]
+    }
+
+    fn check_rules(&self, d: &mut Doctor) {
+        doctor::agents_md_size(d);
+        crate::doctor::instructions::first_of(d, AgentId::Kimi, "Kimi Code", &["AGENTS.md"]);
     }
 
     fn check(&self, d: &mut Doctor) {

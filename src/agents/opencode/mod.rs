@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 
 use crate::config::{AgentId, Piece, Transport, env_pieces};
 use crate::doctor::Doctor;
+use crate::doctor::wiring::{McpFile, Syntax};
 use crate::edit::json::Dialect;
 use crate::repo::Context;
 use crate::target::{Desired, Format, Fragment, Scope, Target};
@@ -37,6 +38,30 @@ impl super::Agent for Opencode {
 
     fn live(&self, d: &mut Doctor, program: &Path, found: &crate::doctor::Agent) {
         live::check(d, program, found);
+    }
+
+    fn mcp_files(&self) -> &'static [McpFile] {
+        const FILE: McpFile = McpFile {
+            agent: AgentId::Opencode,
+            name: "opencode.json",
+            syntax: Syntax::Braces,
+            dialect: Dialect::Jsonc,
+            servers: "mcp",
+            maps: &["headers", "environment"],
+        };
+        &[
+            FILE,
+            McpFile {
+                name: "opencode.jsonc",
+                ..FILE
+            },
+        ]
+    }
+
+    fn check_rules(&self, d: &mut Doctor) {
+        // OpenCode reads the first of these that exists.
+        let names = ["AGENTS.md", "CLAUDE.md", "CONTEXT.md"];
+        crate::doctor::instructions::first_of(d, AgentId::Opencode, "OpenCode", &names);
     }
 
     fn check(&self, d: &mut Doctor) {
