@@ -47,6 +47,10 @@ pub trait Agent: Sync {
     /// The doctor's checks of the whole files this agent reads.
     fn check(&self, d: &mut Doctor);
 
+    /// The doctor's checks of how this agent runs the gate, beyond its files (a second copy of the
+    /// gate elsewhere, say).
+    fn check_wiring(&self, _d: &mut Doctor) {}
+
     /// The committed MCP configs it reads, for the doctor's secrets check.
     fn mcp_files(&self) -> &'static [McpFile];
 

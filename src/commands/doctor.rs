@@ -173,8 +173,12 @@ pub fn examine(repo: &Repo, options: &Options) -> Report {
     for agent in &enabled {
         agent.check_rules(&mut d);
     }
+    wiring::check(&mut d);
+    for agent in &enabled {
+        agent.check_wiring(&mut d);
+    }
     let mcp_files: Vec<_> = enabled.iter().flat_map(|a| a.mcp_files()).collect();
-    wiring::check(&mut d, &mcp_files);
+    wiring::secrets(&mut d, &mcp_files);
     for agent in &enabled {
         agent.check(&mut d);
     }

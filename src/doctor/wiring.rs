@@ -1,6 +1,7 @@
 //! The gate's wiring: the hooks and the embedded server run `memloop` from PATH, so it must be
-//! there and not older than what wrote the files; no second copy of the gate runs; and no
-//! literal secret sits in a committed MCP config.
+//! there and not older than what wrote the files; and no literal secret sits in a committed MCP
+//! config (the files each agent names). A second copy of an agent's gate is the agent's own
+//! check (`agents::Agent::check_wiring`).
 
 use serde_json::Value;
 
@@ -10,12 +11,10 @@ use crate::config::AgentId;
 use crate::edit::json::Dialect;
 use crate::edit::markdown::BLOCK_VERSION;
 
-/// `mcp_files`: the committed MCP configs of the enabled agents (`agents::Agent::mcp_files`).
-pub fn check(d: &mut Doctor, mcp_files: &[&McpFile]) {
+/// memloop on PATH, and no file written by a newer memloop.
+pub fn check(d: &mut Doctor) {
     on_path(d);
     newer_writer(d);
-    global_opencode_plugin(d);
-    secrets(d, mcp_files);
 }
 
 fn this_version() -> Vec<u64> {
@@ -101,7 +100,7 @@ fn plugin_version(text: &str) -> Option<u32> {
 /// newer one.
 fn newer_writer(d: &mut Doctor) {
     let ours = plugin_version(crate::gate::OPENCODE_PLUGIN).unwrap_or(0);
-    let plugin = crate::agents::opencode::PLUGIN_PATH;
+    let plugin = crate::gate::OPENCODE_PLUGIN_PATH;
     if let Ok(text) = std::fs::read_to_string(d.repo.root.join(plugin))
         && let Some(theirs) = plugin_version(&text).filter(|v| *v > ours)
     {
@@ -136,33 +135,6 @@ fn newer_writer(d: &mut Doctor) {
                 )
                 .at(name, Some(line))
                 .fix("update memloop on this machine and in CI"),
-            );
-        }
-    }
-}
-
-/// OpenCode loads the global plugins folder too: memloop's plugin there and in the project runs
-/// the gate twice.
-fn global_opencode_plugin(d: &mut Doctor) {
-    if !d.enabled(AgentId::Opencode) {
-        return;
-    }
-    let config = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map_or_else(|| d.home().join(".config"), std::path::PathBuf::from)
-        .join("opencode");
-    for dir in ["plugins", "plugin"] {
-        let path = config.join(dir).join("memloop.js");
-        if path.is_file() {
-            let display = d.ctx.display_user_path(&path);
-            d.push(
-                Finding::error(
-                    AgentId::Opencode,
-                    "gate-duplicate",
-                    format!("{display} is a second, global copy of the gate plugin: OpenCode loads both and sends the agent back twice"),
-                )
-                .file(display.clone())
-                .fix(format!("delete {display}; the project's {} is enough", crate::agents::opencode::PLUGIN_PATH)),
             );
         }
     }
@@ -264,7 +236,8 @@ pub enum Syntax {
 }
 
 /// A literal credential in a committed MCP config is an error: it lands in git history.
-fn secrets(d: &mut Doctor, files: &[&McpFile]) {
+/// `files`: the committed MCP configs of the enabled agents (`agents::Agent::mcp_files`).
+pub fn secrets(d: &mut Doctor, files: &[&McpFile]) {
     let root = d.repo.root.clone();
     for spec in files {
         let Ok(Some(file)) = JsonFile::load(&root.join(spec.name), spec.name, spec.dialect) else {

@@ -52,6 +52,8 @@ use state::{Slot, State, Store};
 /// The OpenCode plugin, written verbatim to `.opencode/plugins/memloop.js` by the installer.
 /// Its first line is a version marker (`// memloop opencode plugin v<N>`).
 pub const OPENCODE_PLUGIN: &str = include_str!("../../assets/opencode-plugin.js");
+/// Where the installer writes it, in the repository.
+pub const OPENCODE_PLUGIN_PATH: &str = ".opencode/plugins/memloop.js";
 
 /// Stdin larger than this is not a hook input.
 const MAX_INPUT: u64 = 16 << 20;

@@ -390,3 +390,27 @@ fn is_memloop_plugin(path: &std::path::Path) -> bool {
         .unwrap_or(0);
     head[..n].starts_with(b"// memloop opencode plugin")
 }
+
+/// OpenCode loads the global plugins folder too: memloop's plugin there and in the project runs
+/// the gate twice.
+pub fn global_plugin(d: &mut Doctor) {
+    let config = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| d.home().join(".config"), std::path::PathBuf::from)
+        .join("opencode");
+    for dir in ["plugins", "plugin"] {
+        let path = config.join(dir).join("memloop.js");
+        if path.is_file() {
+            let display = d.ctx.display_user_path(&path);
+            d.push(
+                Finding::error(
+                    AGENT,
+                    "gate-duplicate",
+                    format!("{display} is a second, global copy of the gate plugin: OpenCode loads both and sends the agent back twice"),
+                )
+                .file(display.clone())
+                .fix(format!("delete {display}; the project's {} is enough", PLUGIN_PATH)),
+            );
+        }
+    }
+}

@@ -58,6 +58,10 @@ impl super::Agent for Opencode {
         ]
     }
 
+    fn check_wiring(&self, d: &mut Doctor) {
+        doctor::global_plugin(d);
+    }
+
     fn check_rules(&self, d: &mut Doctor) {
         // OpenCode reads the first of these that exists.
         let names = ["AGENTS.md", "CLAUDE.md", "CONTEXT.md"];
@@ -78,7 +82,7 @@ impl super::Agent for Opencode {
 }
 
 pub const SCHEMA_URL: &str = "https://opencode.ai/config.json";
-pub const PLUGIN_PATH: &str = ".opencode/plugins/memloop.js";
+pub use crate::gate::OPENCODE_PLUGIN_PATH as PLUGIN_PATH;
 
 pub fn targets(ctx: &Context) -> anyhow::Result<Vec<Target>> {
     let server = &ctx.server;
