@@ -343,7 +343,10 @@ impl Config {
             );
         }
         if self.agents.is_empty() {
-            bail!("agents is empty; name at least one of {}", AgentId::choices());
+            bail!(
+                "agents is empty; name at least one of {}",
+                AgentId::choices()
+            );
         }
         if self.gate.interval == 0 {
             bail!("gate.interval must be at least 1");

@@ -3,6 +3,12 @@
 //! `memloop.toml` (the desired state) goes through one adapter per agent (`agents`) into owned
 //! fragments per file; the `engine` applies them with a format-preserving editor (`edit`).
 //! The Stop gate (`gate`) and the embedded memory server (`serve`) are the runtime parts.
+//!
+//! Layers, each using only those below it: `cli` and `commands`; `agents` (one folder per agent
+//! behind `agents::Agent`, listed by `agents::of`); the capabilities every agent shares
+//! (`doctor`, `gate`, `upgrade`, `serve`), which are handed the agents by the commands; then
+//! `repo`, `report`, `engine`, `instructions`, `version`, `detect`, `target`, `config`, `edit`,
+//! `files` and `position`.
 
 pub mod agents;
 pub mod cli;

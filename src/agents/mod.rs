@@ -1,12 +1,13 @@
 //! The agents memloop knows, one folder each (`claude/`, `opencode/`, `kimi/`): where its files
 //! are and what memloop owns in them, its doctor checks, its gate reader and its migrations,
-//! behind the `Agent` trait. Everything else reaches an agent through `of`, so a new agent is a
-//! new folder, a variant of `AgentId` and one line in `of`.
+//! behind the `Agent` trait (`agent.rs`). Everything else reaches an agent through `of`, so a
+//! new agent is a new folder, a variant of `AgentId` and one line in `of`.
 //!
 //! What the agents share sits below them: `crate::instructions` (the rules files `CLAUDE.md` and
 //! `AGENTS.md`), `crate::detect` (which programs are installed) and `crate::version` (their
 //! version lines and the ranges migrations apply to).
 
+mod agent;
 pub mod claude;
 pub mod kimi;
 pub mod opencode;
@@ -14,55 +15,12 @@ pub mod opencode;
 #[cfg(test)]
 mod tests;
 
-use std::path::Path;
+pub use agent::Agent;
 
 use crate::config::AgentId;
-use crate::doctor::wiring::McpFile;
-use crate::doctor::{self, Doctor};
-use crate::gate;
 use crate::repo::Context;
-use crate::target::{Target, Wanted};
+use crate::target::Wanted;
 use crate::upgrade::{self, Migration};
-
-/// Everything memloop does that differs from one agent to the next.
-pub trait Agent: Sync {
-    fn id(&self) -> AgentId;
-
-    /// Whether the repository already holds this agent's files (`memloop init` preselects it).
-    fn configured_in(&self, root: &Path) -> bool;
-
-    /// What `memloop init` asks before writing this agent's files outside the repository, for an
-    /// agent that reads some of memloop's entries only from the user's config.
-    fn user_scope_question(&self) -> Option<&'static str> {
-        None
-    }
-
-    /// The files this agent reads that memloop owns something in, in a stable order; what is
-    /// left out (and why) goes to `skipped`.
-    fn targets(&self, ctx: &Context, skipped: &mut Vec<String>) -> anyhow::Result<Vec<Target>>;
-
-    /// The doctor's check of the rules file this agent reads (`doctor::instructions`).
-    fn check_rules(&self, d: &mut Doctor);
-
-    /// The doctor's checks of the whole files this agent reads.
-    fn check(&self, d: &mut Doctor);
-
-    /// The doctor's checks of how this agent runs the gate, beyond its files (a second copy of the
-    /// gate elsewhere, say).
-    fn check_wiring(&self, _d: &mut Doctor) {}
-
-    /// The committed MCP configs it reads, for the doctor's secrets check.
-    fn mcp_files(&self) -> &'static [McpFile];
-
-    /// `doctor --live`: ask the installed program what it loads.
-    fn live(&self, d: &mut Doctor, program: &Path, found: &doctor::Agent);
-
-    /// How the Stop gate reads this agent's tool calls.
-    fn gate(&self) -> &dyn gate::Reader;
-
-    /// What `memloop upgrade` migrates in this agent's files, in the order it runs.
-    fn migrations(&self) -> &'static [Migration];
-}
 
 /// The agent behind `id`.
 pub fn of(id: AgentId) -> &'static dyn Agent {

@@ -78,7 +78,7 @@ enum HookCommand {
 
 #[derive(Debug, clap::Args)]
 struct AgentArg {
-    /// The agent calling: claude, kimi or opencode.
+    /// The agent calling, as `agents` in memloop.toml names it.
     #[arg(long, value_name = "AGENT")]
     agent: Option<String>,
     #[arg(hide = true, trailing_var_arg = true, allow_hyphen_values = true)]

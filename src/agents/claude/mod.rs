@@ -20,7 +20,7 @@ use crate::target::{Desired, Format, Fragment, Scope, Target};
 /// Claude in the list of agents (`agents::of`).
 pub struct Claude;
 
-impl super::Agent for Claude {
+impl super::agent::Agent for Claude {
     fn id(&self) -> AgentId {
         AgentId::Claude
     }

@@ -33,7 +33,7 @@ pub enum KimiFlavor {
 /// Kimi in the list of agents (`agents::of`).
 pub struct Kimi;
 
-impl super::Agent for Kimi {
+impl super::agent::Agent for Kimi {
     fn id(&self) -> AgentId {
         AgentId::Kimi
     }

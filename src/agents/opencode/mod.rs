@@ -21,7 +21,7 @@ use crate::target::{Desired, Format, Fragment, Scope, Target};
 /// Opencode in the list of agents (`agents::of`).
 pub struct Opencode;
 
-impl super::Agent for Opencode {
+impl super::agent::Agent for Opencode {
     fn id(&self) -> AgentId {
         AgentId::Opencode
     }
