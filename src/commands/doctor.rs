@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::{Repo, use_color};
 use crate::doctor::{self, Finding, Group, Options, Report, format};
 use crate::engine::Mode;
-use crate::engine::apply::{Lock, apply};
+use crate::engine::apply::apply;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum DoctorFormat {
@@ -88,7 +88,7 @@ fn fix(repo: &mut Repo, report: Report, options: &Options) -> anyhow::Result<Rep
             ..report
         });
     }
-    let _lock = Lock::acquire(&repo.root)?;
+    let _lock = repo.lock()?;
     let changes = match repo.plan(Mode::Install, false) {
         Ok((changes, _)) => changes,
         // Unparsable files stay reported as they are; nothing is written.

@@ -16,6 +16,7 @@ use anyhow::{Context as _, bail};
 
 use crate::agents::{self, Context, Wanted};
 use crate::config::{self, Config};
+use crate::engine::apply::Lock;
 use crate::engine::state::InstallState;
 use crate::engine::{self, Change, Mode, PlanError};
 
@@ -49,6 +50,14 @@ impl Repo {
             config,
             state,
         })
+    }
+
+    /// Takes the repository's lock and reads the install state again under it: a command that
+    /// waited for another memloop works from what that one left, not from what was there before.
+    pub fn lock(&mut self) -> anyhow::Result<Lock> {
+        let lock = Lock::acquire(&self.root)?;
+        self.state = InstallState::load(&self.root)?;
+        Ok(lock)
     }
 
     pub fn context(&self, user_scope: bool) -> anyhow::Result<Context<'_>> {

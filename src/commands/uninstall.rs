@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::{Repo, interactive, refused, report};
-use crate::engine::apply::{Lock, apply, remove_created_dirs};
+use crate::engine::apply::{apply, remove_created_dirs};
 use crate::engine::{Change, Mode};
 use crate::target::{Desired, Scope, Target};
 
@@ -25,7 +25,7 @@ pub fn run(args: UninstallArgs) -> anyhow::Result<ExitCode> {
     let _lock = if args.dry_run {
         None
     } else {
-        Some(Lock::acquire(&repo.root)?)
+        Some(repo.lock()?)
     };
     // User-scope files are planned too (this machine may have forgotten the consent); they are
     // only written with consent, below.

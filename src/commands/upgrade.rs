@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::{EXIT_DRIFT, Repo, refused, report};
-use crate::engine::apply::{Lock, apply};
+use crate::engine::apply::apply;
 use crate::engine::{Content, PlanError};
 use crate::upgrade::{self, Applied, Env, MIGRATIONS, version};
 
@@ -34,7 +34,7 @@ pub fn run(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
     let _lock = if args.dry_run {
         None
     } else {
-        Some(Lock::acquire(&repo.root)?)
+        Some(repo.lock()?)
     };
     let installed = version::installed;
     let plan_with = |consent: bool| -> anyhow::Result<Result<upgrade::Plan, PlanError>> {
