@@ -160,8 +160,10 @@ impl FileLock {
         // A holder seen before it wrote its note is still another memloop.
         let waited = had_to_wait
             .then(|| waited_for.unwrap_or_else(|| "a memloop that did not say who it is".into()));
+        // Reading the holder's note moved the cursor: the note goes at the start.
         let mut handle = &file;
         let _ = file.set_len(0);
+        let _ = std::io::Seek::seek(&mut handle, std::io::SeekFrom::Start(0));
         let _ = handle.write_all(format!("{holder}\n").as_bytes());
         Ok((FileLock { file }, waited))
     }
@@ -515,5 +517,122 @@ mod tests {
         assert!(other.try_lock().is_err());
         drop(held);
         assert!(other.try_lock().is_ok());
+    }
+
+    /// Runs `f` on a thread and fails (instead of hanging) when it takes longer than 5 s.
+    #[cfg(unix)]
+    fn within_seconds<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (send, receive) = std::sync::mpsc::channel();
+        std::thread::spawn(move || send.send(f()));
+        receive
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .expect("blocked: a non-regular file was opened for a blocking read")
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn only_regular_files_are_read_and_nothing_else_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("settings.json");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let link = dir.path().join("zero.json");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        let folder = dir.path().join("folder.json");
+        std::fs::create_dir(&folder).unwrap();
+        let (a, b, c) = (fifo.clone(), link.clone(), folder.clone());
+        let errors = within_seconds(move || [&a, &b, &c].map(|p| read_regular(p).unwrap_err()));
+        assert!(
+            errors[0]
+                .to_string()
+                .contains("is a FIFO (named pipe), not a regular file")
+        );
+        assert!(errors[1].to_string().contains("is a character device"));
+        assert_eq!(errors[2].kind(), std::io::ErrorKind::IsADirectory);
+        let file = dir.path().join("ok.json");
+        std::fs::write(&file, "{}").unwrap();
+        assert_eq!(read_regular(&file).unwrap(), b"{}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn real_path_resolves_every_component_and_the_missing_rest() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(base.join("real/inner")).unwrap();
+        symlink("real", base.join("up")).unwrap();
+        symlink("../up/inner", base.join("real/down")).unwrap();
+        assert_eq!(
+            real_path(&base.join("up/down/x/y.json")).unwrap(),
+            base.join("real/inner/x/y.json")
+        );
+        assert_eq!(
+            real_path(&base.join("up/./inner/../inner")).unwrap(),
+            base.join("real/inner")
+        );
+        symlink("nowhere/file", base.join("dangling")).unwrap();
+        assert_eq!(
+            real_path(&base.join("dangling")).unwrap(),
+            base.join("nowhere/file")
+        );
+        symlink("self", base.join("self")).unwrap();
+        assert!(matches!(
+            real_path(&base.join("self/x")),
+            Err(RealPathError::Loop(_))
+        ));
+        std::fs::write(base.join("plain"), "").unwrap();
+        assert!(matches!(
+            real_path(&base.join("plain/x")),
+            Err(RealPathError::NotAFolder(_))
+        ));
+    }
+
+    #[test]
+    fn a_failed_last_moment_check_leaves_the_file_and_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.json");
+        std::fs::write(&path, "agent's").unwrap();
+        let err = write_atomic_checked(&path, b"memloop's", true, &|| {
+            anyhow::bail!("changed meanwhile")
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("changed meanwhile"));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "agent's");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_bounded_wait_names_the_holder_and_reports_having_waited() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lock");
+        let short = std::time::Duration::from_millis(200);
+        let (held, waited) =
+            FileLock::acquire_bounded(&path, short, "pid 1: memloop sync").unwrap();
+        assert_eq!(waited, None);
+        assert_eq!(
+            FileLock::holder(&path).as_deref(),
+            Some("pid 1: memloop sync")
+        );
+        let err = FileLock::acquire_bounded(&path, short, "pid 2: memloop init")
+            .err()
+            .unwrap();
+        assert!(
+            err.to_string()
+                .contains("another memloop is working on this repository (pid 1: memloop sync)"),
+            "{err}"
+        );
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            drop(held);
+        });
+        let (_second, waited) =
+            FileLock::acquire_bounded(&path, std::time::Duration::from_secs(5), "pid 2").unwrap();
+        release.join().unwrap();
+        assert_eq!(waited.as_deref(), Some("pid 1: memloop sync"));
+        assert_eq!(FileLock::holder(&path).as_deref(), Some("pid 2"));
     }
 }

@@ -439,3 +439,39 @@ fn is_empty(text: &str, format: Format) -> bool {
         Format::Toml | Format::Markdown => text.trim().is_empty(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_config_is_read_again_and_refused_when_it_stays_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        std::fs::write(&path, "").unwrap();
+        let format = Format::Json(crate::edit::json::Dialect::Strict);
+        let refused = settled(&path, "settings.json", read(&path, "").unwrap(), format);
+        let Err(PlanError::Refused(refusals)) = refused else {
+            panic!("an empty file was taken for a document: {refused:?}");
+        };
+        assert!(refusals[0].problem.contains("is empty"), "{refusals:?}");
+        // An agent finishing its in-place rewrite meanwhile: the rewritten file is what counts.
+        let writer = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(SETTLE_PAUSE * 2);
+                std::fs::write(path, "{\"model\": \"opus\"}").unwrap();
+            })
+        };
+        let found = settled(
+            &path,
+            "settings.json",
+            Content::File {
+                text: String::new(),
+            },
+            format,
+        );
+        writer.join().unwrap();
+        assert_eq!(found.unwrap().text(), "{\"model\": \"opus\"}");
+    }
+}
