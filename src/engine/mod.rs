@@ -146,10 +146,7 @@ fn plan_one(
     let write_path = place::confine(root, &target.path, target.scope, display, false)?;
     let mut before = read(&write_path, display)?;
     if mode == Mode::Install
-        && let Desired::Fragments {
-            format: format @ (Format::Json(_) | Format::Toml),
-            ..
-        } = &target.desired
+        && let Desired::Fragments { format, .. } = &target.desired
     {
         before = settled(&write_path, display, before, *format)?;
     }
@@ -257,9 +254,9 @@ pub fn read(path: &Path, display: &str) -> Result<Content, PlanError> {
 const SETTLE_TRIES: u32 = 10;
 const SETTLE_PAUSE: std::time::Duration = std::time::Duration::from_millis(20);
 
-/// An agent that rewrites its config in place truncates it first: an empty JSON or TOML file is
-/// read again after a short wait, and one that stays empty is refused, never taken for an empty
-/// document (an edit built on it would hold only memloop's fragments).
+/// An agent that rewrites its config in place truncates it first: an empty file is read again
+/// after a short wait, and a JSON or TOML one that stays empty is refused, never taken for an
+/// empty document (an edit built on it would hold only memloop's fragments).
 fn settled(
     path: &Path,
     display: &str,
@@ -277,7 +274,10 @@ fn settled(
     if !is_blank(&before) {
         return Ok(before);
     }
+    // An empty Markdown file is a document like any other (a `touch CLAUDE.md`): the block
+    // goes in. Emptiness only loses structure in JSON and TOML, where it is refused.
     let hint = match format {
+        Format::Markdown => return Ok(before),
         Format::Toml => {
             "if it is meant to be empty, delete it (or put a comment line in it) and run again"
         }
