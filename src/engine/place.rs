@@ -208,5 +208,18 @@ mod tests {
             confine(&home, &kimi.join("config.toml"), Scope::User, "x", false).unwrap(),
             kimi.join("config.toml")
         );
+        // A home (or a repository) reached through a link is where the user lives: accepted.
+        let linked_home = outside.join("home-link");
+        symlink(&home, &linked_home).unwrap();
+        let via = linked_home.join(".kimi-code/config.toml");
+        assert_eq!(
+            confine(&linked_home, &via, Scope::User, "x", false).unwrap(),
+            kimi.join("config.toml")
+        );
+        let via = linked_home.join(".kimi-code/config.toml");
+        assert_eq!(
+            confine(&linked_home, &via, Scope::Project, "x", false).unwrap(),
+            kimi.join("config.toml")
+        );
     }
 }
