@@ -306,10 +306,16 @@ impl Config {
     /// Reads `memloop.toml` from `root`. `Ok(None)` when there is none.
     pub fn load(root: &Path) -> anyhow::Result<Option<Config>> {
         let path = root.join(FILE_NAME);
-        let text = match fs_err::read_to_string(&path) {
-            Ok(text) => text,
+        // A FIFO or a device named memloop.toml is refused, never read (it could block forever).
+        let text = match crate::files::read_regular(&path) {
+            Ok(bytes) => String::from_utf8(bytes)
+                .map_err(|_| anyhow::anyhow!("{} is not UTF-8 text", path.display()))?,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(err) => return Err(err.into()),
+            Err(err) => {
+                return Err(
+                    anyhow::Error::new(err).context(format!("cannot read {}", path.display()))
+                );
+            }
         };
         Config::parse(&text, &path).map(Some)
     }

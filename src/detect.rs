@@ -30,7 +30,7 @@ pub fn installed_version(program: &str) -> Option<String> {
         },
     );
     if let Ok(text) = serde_json::to_vec_pretty(&cache) {
-        let _ = crate::files::write_atomic(&cache_path, &text);
+        let _ = crate::files::write_private(&cache_path, &text);
     }
     Some(version)
 }

@@ -6,6 +6,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
+mod lock;
+mod read;
+
+pub use lock::{FileLock, process_note};
+pub use read::{RealPathError, describe_kind, read_regular, real_path};
+
 /// The user's home directory, from `HOME` (or the platform's notion of it).
 pub fn home_dir() -> anyhow::Result<PathBuf> {
     std::env::home_dir()
@@ -23,72 +29,48 @@ pub fn state_dir() -> anyhow::Result<PathBuf> {
     Ok(base.join("memloop"))
 }
 
-/// Creates `dir` (and its parents) readable by the user alone; an existing one is tightened to
-/// 0700. The common case, a dir that is already right, costs one `stat`.
+/// Creates `dir` (and its parents) readable by the user alone. An existing `dir` is tightened
+/// to 0700, and so is every folder between memloop's state folder and it (memloop owns those):
+/// a state folder left group- or world-readable by an older version or a loose umask is fixed,
+/// not kept. The common case, folders that are already right, costs one `stat` each.
 pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
         let private =
             |meta: &std::fs::Metadata| meta.is_dir() && meta.permissions().mode() & 0o777 == 0o700;
-        if std::fs::metadata(dir).is_ok_and(|meta| private(&meta)) {
+        let mut owned = vec![dir.to_path_buf()];
+        if let Ok(state) = state_dir()
+            && let Ok(below) = dir.strip_prefix(&state)
+        {
+            owned.push(state.clone());
+            let mut walk = state;
+            for part in below.parent().into_iter().flat_map(Path::components) {
+                walk.push(part);
+                owned.push(walk.clone());
+            }
+        }
+        if owned
+            .iter()
+            .all(|d| std::fs::symlink_metadata(d).is_ok_and(|meta| private(&meta)))
+        {
             return Ok(());
         }
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(dir)?;
-        // create() leaves an existing dir's mode alone; memloop owns this one, so tighten it.
-        if !std::fs::metadata(dir).is_ok_and(|meta| private(&meta)) {
-            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        // create() leaves an existing folder's mode alone; memloop owns these, so tighten them.
+        for owned_dir in &owned {
+            if !std::fs::symlink_metadata(owned_dir).is_ok_and(|meta| private(&meta)) {
+                std::fs::set_permissions(owned_dir, std::fs::Permissions::from_mode(0o700))?;
+            }
         }
         Ok(())
     }
     #[cfg(not(unix))]
     {
         std::fs::create_dir_all(dir)
-    }
-}
-
-/// An exclusive lock on a file, released when dropped (or by the kernel when the process dies).
-pub struct FileLock {
-    file: std::fs::File,
-}
-
-impl FileLock {
-    fn open(path: &Path) -> anyhow::Result<std::fs::File> {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path)
-            .with_context(|| format!("could not open the lock file {}", path.display()))
-    }
-
-    /// Waits until the lock is free.
-    pub fn acquire(path: &Path) -> anyhow::Result<FileLock> {
-        let file = FileLock::open(path)?;
-        file.lock()
-            .with_context(|| format!("could not lock {}", path.display()))?;
-        Ok(FileLock { file })
-    }
-
-    /// The lock if nobody holds it right now; `None` when someone else does.
-    pub fn try_acquire(path: &Path) -> anyhow::Result<Option<FileLock>> {
-        let file = FileLock::open(path)?;
-        match file.try_lock() {
-            Ok(()) => Ok(Some(FileLock { file })),
-            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-            Err(std::fs::TryLockError::Error(err)) => {
-                Err(err).with_context(|| format!("could not lock {}", path.display()))
-            }
-        }
-    }
-}
-
-impl Drop for FileLock {
-    fn drop(&mut self) {
-        let _ = self.file.unlock();
     }
 }
 
@@ -102,20 +84,19 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 /// suits derived files (caches) that are rebuilt when lost. The temporary file is named
 /// `.<name>.<random>.tmp`, so scans can skip a crashed writer's leftover.
 pub fn write_atomic_with(path: &Path, bytes: &[u8], durable: bool) -> anyhow::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    fs_err::create_dir_all(dir)?;
-    let mut temp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+    write_atomic_checked(path, bytes, durable, &|| Ok(()))
+}
+
+/// Like [`write_atomic_with`], and `unchanged` runs at the last moment before the rename (the
+/// new bytes written and synced): an error from it, such as "someone else changed the file",
+/// leaves the file as it is. A new file follows the umask (mode 0666 less the umask).
+pub fn write_atomic_checked(
+    path: &Path,
+    bytes: &[u8],
+    durable: bool,
+    unchanged: &dyn Fn() -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let mut temp = temp_beside(path, 0o666)?;
     temp.write_all(bytes)
         .with_context(|| format!("cannot write {}", temp.path().display()))?;
     if durable {
@@ -123,16 +104,55 @@ pub fn write_atomic_with(path: &Path, bytes: &[u8], durable: bool) -> anyhow::Re
     }
     if let Ok(meta) = std::fs::metadata(path) {
         fs_err::set_permissions(temp.path(), meta.permissions())?;
-    } else {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            fs_err::set_permissions(temp.path(), std::fs::Permissions::from_mode(0o644))?;
-        }
     }
+    unchanged()?;
     temp.persist(path)
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
+}
+
+/// Writes one of memloop's own state files: mode 0600 whatever was there before, in a folder
+/// only the user can read.
+pub fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        create_private_dir(dir)
+            .with_context(|| format!("cannot create the folder {}", dir.display()))?;
+    }
+    let mut temp = temp_beside(path, 0o600)?;
+    temp.write_all(bytes)
+        .with_context(|| format!("cannot write {}", temp.path().display()))?;
+    temp.as_file().sync_all()?;
+    temp.persist(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// A temporary file next to `path`, created with `mode` (less the umask); the folder is created
+/// when missing (following the umask too).
+fn temp_beside(path: &Path, mode: u32) -> anyhow::Result<tempfile::NamedTempFile> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    fs_err::create_dir_all(&dir)?;
+    let prefix = format!(".{name}.");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".tmp");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(mode));
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
+    builder
+        .tempfile_in(&dir)
+        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))
 }
 
 /// Whether a file name is one of [`write_atomic_with`]'s temporary files.
@@ -173,13 +193,16 @@ mod tests {
     }
 
     #[test]
-    fn the_lock_excludes_a_second_holder() {
+    fn a_failed_last_moment_check_leaves_the_file_and_no_temp() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("lock");
-        let held = FileLock::acquire(&path).unwrap();
-        let other = std::fs::File::options().write(true).open(&path).unwrap();
-        assert!(other.try_lock().is_err());
-        drop(held);
-        assert!(other.try_lock().is_ok());
+        let path = dir.path().join("a.json");
+        std::fs::write(&path, "agent's").unwrap();
+        let err = write_atomic_checked(&path, b"memloop's", true, &|| {
+            anyhow::bail!("changed meanwhile")
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("changed meanwhile"));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "agent's");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }

@@ -43,12 +43,9 @@ pub fn inspect(path: &Path) -> anyhow::Result<Found> {
                 resolved,
             })
         }
-        Ok(meta) if meta.is_dir() => bail!(
-            "{} is a directory; memloop expected a file there",
-            path.display()
-        ),
+        // A FIFO or a device is refused without being opened: reading it could block forever.
         Ok(_) => Ok(Found::File {
-            bytes: fs_err::read(path)?,
+            bytes: crate::files::read_regular(path)?,
         }),
     }
 }

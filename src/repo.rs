@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 
 use crate::config::{self, AgentId, Config, Server};
+use crate::engine::apply::Lock;
 use crate::engine::state::InstallState;
 
 /// A repository with its desired state and what this machine remembers about it.
@@ -34,6 +35,14 @@ impl Repo {
             config,
             state,
         })
+    }
+
+    /// Takes the repository's lock and reads the install state again under it: a command that
+    /// waited for another memloop works from what that one left, not from what was there before.
+    pub fn lock(&mut self) -> anyhow::Result<Lock> {
+        let lock = Lock::acquire(&self.root)?;
+        self.state = InstallState::load(&self.root)?;
+        Ok(lock)
     }
 
     pub fn context(&self, user_scope: bool) -> anyhow::Result<Context<'_>> {

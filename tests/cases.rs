@@ -12,7 +12,7 @@ mod harness;
 mod trees;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use trees::{Sandbox, collapse_plugin, copy_tree, describe, expand_plugin, snapshot};
 
@@ -32,11 +32,24 @@ struct CaseFile {
     /// fragments surgically (a fresh clone, another machine).
     #[serde(default)]
     uninstall_without_state: bool,
+    /// FIFOs to make before the run, relative to `in/` (`repo/.mcp.json`): git cannot hold them.
+    #[serde(default)]
+    fifos: Vec<String>,
 }
 
-fn check_tree(label: &str, actual: &Path, expected: &Path, failures: &mut Vec<String>) {
+/// `specials` are the FIFOs the case made under `actual` (relative paths): expected to stay.
+fn check_tree(
+    label: &str,
+    actual: &Path,
+    expected: &Path,
+    specials: &[PathBuf],
+    failures: &mut Vec<String>,
+) {
     let (got, mut want) = (snapshot(actual), snapshot(expected));
     expand_plugin(&mut want);
+    for special in specials {
+        want.insert(special.clone(), trees::Entry::Special);
+    }
     if got != want {
         failures.push(format!("{label}:\n{}", describe(&got, &want)));
     }
@@ -46,6 +59,19 @@ fn run_case(case: &Path) -> Vec<String> {
     let spec: CaseFile =
         toml_edit::de::from_str(&std::fs::read_to_string(case.join("case.toml")).unwrap()).unwrap();
     let sandbox = Sandbox::new(&case.join("in"), &case.join("in"));
+    let (mut repo_fifos, mut home_fifos) = (Vec::new(), Vec::new());
+    for fifo in &spec.fifos {
+        let (scope, rel) = fifo
+            .split_once('/')
+            .expect("a fifo path starts with repo/ or home/");
+        let (base, list) = match scope {
+            "repo" => (&sandbox.repo, &mut repo_fifos),
+            "home" => (&sandbox.home, &mut home_fifos),
+            other => panic!("a fifo path starts with repo/ or home/, not {other}/"),
+        };
+        trees::make_fifo(&base.join(rel));
+        list.push(PathBuf::from(rel));
+    }
     let output = sandbox.run_with(&spec.args, &spec.env);
     let (stdout, stderr) = (
         String::from_utf8_lossy(&output.stdout),
@@ -90,12 +116,14 @@ fn run_case(case: &Path) -> Vec<String> {
         "repo after the command",
         &sandbox.repo,
         &out_dir.join("repo"),
+        &repo_fifos,
         &mut failures,
     );
     check_tree(
         "home after the command",
         &sandbox.home,
         &out_dir.join("home"),
+        &home_fifos,
         &mut failures,
     );
     if spec.status != 0 || !failures.is_empty() || !case.join("out").exists() {
@@ -113,12 +141,14 @@ fn run_case(case: &Path) -> Vec<String> {
         "repo after a second sync",
         &sandbox.repo,
         &out_dir.join("repo"),
+        &repo_fifos,
         &mut failures,
     );
     check_tree(
         "home after a second sync",
         &sandbox.home,
         &out_dir.join("home"),
+        &home_fifos,
         &mut failures,
     );
 
@@ -153,6 +183,7 @@ fn run_case(case: &Path) -> Vec<String> {
         "home after uninstall",
         &sandbox.home,
         &restored.join("home"),
+        &home_fifos,
         &mut failures,
     );
     failures

@@ -11,7 +11,7 @@ use crate::doctor::{
     probe, wiring,
 };
 use crate::engine::Mode;
-use crate::engine::apply::{Lock, apply};
+use crate::engine::apply::apply;
 use crate::upgrade;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -93,7 +93,7 @@ fn fix(repo: &mut Repo, report: Report, options: &Options) -> anyhow::Result<Rep
             ..report
         });
     }
-    let _lock = Lock::acquire(&repo.root)?;
+    let _lock = repo.lock()?;
     let changes = match repo.plan(Mode::Install, false) {
         Ok((changes, _)) => changes,
         // Unparsable files stay reported as they are; nothing is written.

@@ -8,6 +8,7 @@ use anyhow::{Context as _, bail};
 use super::sync::{SyncArgs, sync};
 use super::{Repo, interactive};
 use crate::config::{self, AgentId, Config, Layout, Preset, ServerConfig};
+use crate::engine::apply::Lock;
 use crate::engine::state::InstallState;
 use crate::engine::{Change, Content};
 use crate::target::{Desired, Scope, Target};
@@ -73,6 +74,13 @@ pub fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
     })?;
     let config_path = root.join(config::FILE_NAME);
     if config_path.exists() && !args.force {
+        if let Some(holder) = Lock::holder(&root) {
+            bail!(
+                "another memloop ({holder}) is working on {} right now and memloop.toml exists; \
+                 let it finish, then run `memloop sync` to check the result",
+                root.display()
+            );
+        }
         bail!(
             "{} exists already; edit it and run `memloop sync`, or run `memloop init --force` to start over",
             config_path.display()
@@ -91,37 +99,68 @@ pub fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
     config
         .server()
         .context("the answers do not make a valid server")?;
-    let config_file = Change {
-        target: Target {
-            path: config_path.clone(),
-            display: config::FILE_NAME.into(),
-            scope: Scope::Project,
-            agents: Vec::new(),
-            desired: Desired::Whole {
-                content: config.to_toml(),
-            },
-            note: None,
-        },
-        write_path: config_path.clone(),
-        before: match fs_err::read_to_string(&config_path) {
-            Ok(text) => Content::File { text },
-            Err(_) => Content::Missing,
-        },
-        after: Content::File {
-            text: config.to_toml(),
-        },
-    };
+    let content = config.to_toml();
     let mut repo = Repo {
         root: root.clone(),
         config,
-        state: InstallState::load(&root)?,
+        state: InstallState::default(),
     };
     let sync_args = SyncArgs {
         dry_run: args.dry_run,
         user_scope,
         force: args.force,
     };
-    let code = sync(&mut repo, &sync_args, "init", vec![config_file])?;
+    // memloop.toml is looked at again under the lock: another init may have written it while
+    // this one was asking its questions or waiting for the lock.
+    let config_file = |repo: &Repo, lock: Option<&Lock>| -> anyhow::Result<Vec<Change>> {
+        let before = match crate::engine::read(&config_path, config::FILE_NAME) {
+            Ok(content) => content,
+            Err(crate::engine::PlanError::Refused(refusals)) => bail!("{}", refusals[0]),
+            Err(crate::engine::PlanError::Other(err)) => return Err(err),
+        };
+        if before != Content::Missing && !args.force {
+            if let Some(holder) = lock.and_then(|l| l.waited_for.as_deref()) {
+                bail!(
+                    "another memloop ({holder}) set up {} while this one waited for it; memloop.toml exists now. \
+                     Run `memloop sync` to check the result, or `memloop init --force` to start over",
+                    repo.root.display()
+                );
+            }
+            bail!(
+                "{} exists already; edit it and run `memloop sync`, or run `memloop init --force` to start over",
+                config_path.display()
+            );
+        }
+        let write_path = crate::engine::place::confine(
+            &repo.root,
+            &config_path,
+            Scope::Project,
+            config::FILE_NAME,
+            false,
+        )
+        .map_err(|refusal| anyhow::anyhow!("{refusal}"))?;
+        Ok(vec![Change {
+            target: Target {
+                path: config_path.clone(),
+                display: config::FILE_NAME.into(),
+                scope: Scope::Project,
+                agents: Vec::new(),
+                desired: Desired::Whole {
+                    content: content.clone(),
+                },
+                note: None,
+            },
+            write_path,
+            before,
+            after: Content::File {
+                text: content.clone(),
+            },
+        }])
+    };
+    if args.dry_run {
+        repo.state = InstallState::load(&root)?;
+    }
+    let code = sync(&mut repo, &sync_args, "init", &config_file)?;
     if code == ExitCode::SUCCESS && !args.dry_run {
         println!("Next: run `memloop doctor` to check what each agent will see.");
     }

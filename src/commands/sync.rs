@@ -27,22 +27,27 @@ pub struct SyncArgs {
 
 pub fn run(args: SyncArgs) -> anyhow::Result<ExitCode> {
     let mut repo = Repo::open()?;
-    sync(&mut repo, &args, "sync", Vec::new())
+    sync(&mut repo, &args, "sync", &|_, _| Ok(Vec::new()))
 }
 
-/// Plans, checks for conflicts, and writes `extra` (init's memloop.toml) with the plan in one
-/// transaction; shared with `init`.
+/// Changes planned with the others under the lock (init's memloop.toml), given the repository
+/// and the lock (`None` on a dry run).
+pub type Extra<'a> = &'a dyn Fn(&Repo, Option<&Lock>) -> anyhow::Result<Vec<Change>>;
+
+/// Plans, checks for conflicts, and writes `extra` with the plan in one transaction; shared
+/// with `init`. Everything is read under the lock.
 pub fn sync(
     repo: &mut Repo,
     args: &SyncArgs,
     command: &str,
-    extra: Vec<Change>,
+    extra: Extra,
 ) -> anyhow::Result<ExitCode> {
-    let _lock = if args.dry_run {
+    let lock = if args.dry_run {
         None
     } else {
-        Some(Lock::acquire(&repo.root)?)
+        Some(repo.lock()?)
     };
+    let extra = extra(repo, lock.as_ref())?;
     let (mut changes, wanted) = match repo.plan(Mode::Install, args.user_scope) {
         Ok(planned) => planned,
         Err(err) => return refused(err),

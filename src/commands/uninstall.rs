@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::{Repo, interactive, refused, report};
-use crate::engine::apply::{Lock, apply, remove_created_dirs};
-use crate::engine::{Change, Mode};
+use crate::engine::apply::{apply, remove_created_dirs};
+use crate::engine::{Change, Mode, place};
 use crate::target::{Desired, Scope, Target};
 
 #[derive(Debug, clap::Args)]
@@ -25,7 +25,7 @@ pub fn run(args: UninstallArgs) -> anyhow::Result<ExitCode> {
     let _lock = if args.dry_run {
         None
     } else {
-        Some(Lock::acquire(&repo.root)?)
+        Some(repo.lock()?)
     };
     // User-scope files are planned too (this machine may have forgotten the consent); they are
     // only written with consent, below.
@@ -104,8 +104,20 @@ fn forgotten_files(repo: &Repo, planned: &[Change]) -> anyhow::Result<Vec<Change
         {
             continue;
         }
+        let inside = path.strip_prefix(&repo.state.root).ok();
+        let scope = if inside.is_some() {
+            Scope::Project
+        } else {
+            Scope::User
+        };
+        // A path that now leads elsewhere through a symlink is not the file memloop wrote.
+        let display = path.display().to_string();
+        if let Err(refusal) = place::confine(&repo.state.root, path, scope, &display, false) {
+            eprintln!("memloop: left as it is: {refusal}");
+            continue;
+        }
         // A file that is no longer text is not memloop's to restore either.
-        let before = match crate::engine::read(path, &path.display().to_string()) {
+        let before = match crate::engine::read(path, &display) {
             Ok(content) => Some(content),
             Err(crate::engine::PlanError::Refused(_)) => None,
             Err(crate::engine::PlanError::Other(err)) => return Err(err),
@@ -117,7 +129,6 @@ fn forgotten_files(repo: &Repo, planned: &[Change]) -> anyhow::Result<Vec<Change
             );
             continue;
         };
-        let inside = path.strip_prefix(&repo.state.root).ok();
         out.push(Change {
             target: Target {
                 path: path.clone(),
@@ -125,11 +136,7 @@ fn forgotten_files(repo: &Repo, planned: &[Change]) -> anyhow::Result<Vec<Change
                     || path.display().to_string(),
                     |rel| rel.display().to_string(),
                 ),
-                scope: if inside.is_some() {
-                    Scope::Project
-                } else {
-                    Scope::User
-                },
+                scope,
                 agents: Vec::new(),
                 desired: Desired::Whole {
                     content: String::new(),

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use super::{EXIT_DRIFT, Repo, refused, report};
 use crate::agents;
-use crate::engine::apply::{Lock, apply};
+use crate::engine::apply::apply;
 use crate::engine::{Content, PlanError};
 use crate::upgrade::{self, Applied, Env};
 use crate::version;
@@ -36,7 +36,7 @@ pub fn run(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
     let _lock = if args.dry_run {
         None
     } else {
-        Some(Lock::acquire(&repo.root)?)
+        Some(repo.lock()?)
     };
     let installed = version::installed;
     let migrations = agents::migrations();

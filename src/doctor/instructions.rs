@@ -28,7 +28,7 @@ enum Read {
 fn read(path: &Path) -> Read {
     match inspect(path) {
         Ok(Found::Missing) | Err(_) => Read::Missing,
-        Ok(Found::Link { target, resolved }) => match std::fs::read(&resolved) {
+        Ok(Found::Link { target, resolved }) => match crate::files::read_regular(&resolved) {
             Ok(bytes) => Read::Text {
                 text: decode(&bytes),
                 via_link: true,

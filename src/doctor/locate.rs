@@ -21,13 +21,19 @@ pub enum Step<'a> {
 /// The text of a file (BOM and CRLF removed, so line numbers match the file), `None` when the
 /// file does not exist.
 pub fn read_text(path: &Path, display: &str) -> Result<Option<String>, Refusal> {
-    match std::fs::read(path) {
+    // A FIFO or a device where the file should be is reported, never opened for a blocking read.
+    match crate::files::read_regular(path) {
         Ok(bytes) => Encoding::decode(&bytes, display).map(|(text, _)| Some(text)),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(err) if err.kind() == std::io::ErrorKind::IsADirectory => Err(Refusal::whole(
             display,
             "is a folder, not a file",
             "remove or rename the folder",
+        )),
+        Err(err) if err.kind() == std::io::ErrorKind::InvalidInput => Err(Refusal::whole(
+            display,
+            format!("is not a regular file ({err})"),
+            "remove it or replace it with a file",
         )),
         Err(err) => Err(Refusal::whole(
             display,

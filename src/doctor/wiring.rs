@@ -101,7 +101,8 @@ fn plugin_version(text: &str) -> Option<u32> {
 fn newer_writer(d: &mut Doctor) {
     let ours = plugin_version(crate::gate::OPENCODE_PLUGIN).unwrap_or(0);
     let plugin = crate::gate::OPENCODE_PLUGIN_PATH;
-    if let Ok(text) = std::fs::read_to_string(d.repo.root.join(plugin))
+    if let Ok(text) = crate::files::read_regular(&d.repo.root.join(plugin)).map(String::from_utf8)
+        && let Ok(text) = text
         && let Some(theirs) = plugin_version(&text).filter(|v| *v > ours)
     {
         d.push(
@@ -115,7 +116,9 @@ fn newer_writer(d: &mut Doctor) {
         );
     }
     for name in ["CLAUDE.md", "AGENTS.md"] {
-        let Ok(text) = std::fs::read_to_string(d.repo.root.join(name)) else {
+        let Ok(Ok(text)) =
+            crate::files::read_regular(&d.repo.root.join(name)).map(String::from_utf8)
+        else {
             continue;
         };
         let spans = crate::edit::markdown::find(&text, name).unwrap_or_default();

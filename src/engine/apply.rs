@@ -1,62 +1,126 @@
 //! Writing a plan as one transaction: lock, check nothing changed since it was read, write each
-//! file atomically (temporary file + rename, permissions kept), roll back on any failure.
+//! file atomically (temporary file + rename, permissions kept), checking again at the last moment
+//! before each rename, and roll back on any failure.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 
 use super::state::InstallState;
 use super::{Change, Content, read};
-use crate::files::{FileLock, create_private_dir, write_atomic};
+use crate::files::{FileLock, create_private_dir, process_note, real_path, write_atomic_checked};
 use crate::instructions::make_symlink;
+
+/// How long a command waits for another memloop working on the same repository.
+pub const LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// Held while a command writes; released on drop.
 pub struct Lock {
     _held: FileLock,
+    /// Who held the lock when this command had to wait for it (another memloop).
+    pub waited_for: Option<String>,
 }
 
 impl Lock {
-    /// One writer per repository: two memloop runs never interleave their writes.
+    /// One writer per repository: two memloop runs never interleave their writes. Waits at most
+    /// [`LOCK_WAIT`], then names the holder.
     pub fn acquire(root: &Path) -> anyhow::Result<Lock> {
         let path = InstallState::path_for(root)?.with_extension("lock");
         if let Some(dir) = path.parent() {
-            create_private_dir(dir)?;
+            create_private_dir(dir)
+                .with_context(|| format!("cannot create the folder {}", dir.display()))?;
         }
+        let (held, waited_for) = FileLock::acquire_bounded(&path, LOCK_WAIT, &process_note())?;
         Ok(Lock {
-            _held: FileLock::acquire(&path)?,
+            _held: held,
+            waited_for,
         })
     }
 }
 
-/// Applies every change that is not a no-op, and records it in `state`.
-pub fn apply(changes: &[Change], state: &mut InstallState) -> anyhow::Result<()> {
-    for change in changes.iter().filter(|c| !c.is_noop()) {
-        let now = read(&change.write_path, &change.target.display).map_err(|err| match err {
-            super::PlanError::Refused(r) => anyhow::anyhow!("{}", r[0]),
-            super::PlanError::Other(e) => e,
-        })?;
-        if now != change.before {
+impl Lock {
+    /// Who holds the repository's lock right now, if anyone does (without taking it).
+    pub fn holder(root: &Path) -> Option<String> {
+        let path = InstallState::path_for(root).ok()?.with_extension("lock");
+        FileLock::holder(&path)
+    }
+}
+
+/// The file changed under memloop's hands (an agent rewriting its config).
+fn lost_race(display: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{display} changed while memloop was writing; run again \
+         (another program, such as an agent rewriting its config, changed it after memloop read it)"
+    )
+}
+
+/// Whether `path` still holds `expected`.
+fn still(path: &Path, display: &str, expected: &Content) -> anyhow::Result<()> {
+    let now = read(path, display).map_err(|err| match err {
+        super::PlanError::Refused(r) => anyhow::anyhow!("{}", r[0]),
+        super::PlanError::Other(e) => e,
+    })?;
+    if &now == expected {
+        Ok(())
+    } else {
+        Err(lost_race(display))
+    }
+}
+
+/// Paths the install state must record are checked before the first write: a path it cannot
+/// hold (not UTF-8) would leave files written and no state for uninstall to undo them.
+fn check_recordable(changes: &[&Change], state: &InstallState) -> anyhow::Result<()> {
+    let paths = std::iter::once(&state.root).chain(changes.iter().map(|c| &c.write_path));
+    for path in paths {
+        if path.to_str().is_none() {
             bail!(
-                "{} changed while memloop was working (an agent may be rewriting it); nothing was written. \
-                 Run the command again",
-                change.target.display
+                "{} is not valid UTF-8, and memloop's install state (JSON) cannot record such a path, \
+                 so uninstall could not undo the install; nothing was written. Rename the folder to a UTF-8 name",
+                path.display()
             );
         }
     }
+    Ok(())
+}
+
+/// Applies every change that is not a no-op, and records it in `state`.
+pub fn apply(changes: &[Change], state: &mut InstallState) -> anyhow::Result<()> {
+    let pending: Vec<&Change> = changes.iter().filter(|c| !c.is_noop()).collect();
+    check_recordable(&pending, state)?;
+    for change in &pending {
+        still(&change.write_path, &change.target.display, &change.before).map_err(|_| {
+            anyhow::anyhow!(
+                "{} changed while memloop was writing; run again (it changed after memloop read it, \
+                 perhaps an agent rewriting its config); nothing was written",
+                change.target.display
+            )
+        })?;
+    }
     let mut done: Vec<&Change> = Vec::new();
-    for change in changes.iter().filter(|c| !c.is_noop()) {
-        if let Err(err) = put(&change.write_path, &change.after, state) {
+    for change in pending {
+        let display = &change.target.display;
+        let written = put(&change.write_path, &change.after, state, &|| {
+            still(&change.write_path, display, &change.before)
+        });
+        if let Err(err) = written {
+            // Only what still holds memloop's bytes is put back: a file someone changed since
+            // memloop wrote it keeps their change.
             let rollback: Vec<String> = done
                 .iter()
                 .rev()
                 .filter_map(|c| {
-                    put(&c.write_path, &c.before, state)
-                        .err()
-                        .map(|e| format!("{}: {e:#}", c.target.display))
+                    put(&c.write_path, &c.before, state, &|| {
+                        still(&c.write_path, &c.target.display, &c.after)
+                    })
+                    .err()
+                    .map(|e| format!("{}: {e:#}", c.target.display))
                 })
                 .collect();
-            let mut message = format!("writing {} failed: {err:#}; ", change.target.display);
-            if rollback.is_empty() {
+            let mut message = format!("writing {display} failed: {err:#}; ");
+            if done.is_empty() {
+                message.push_str("nothing was written");
+            } else if rollback.is_empty() {
                 message.push_str("every file written before it was restored");
             } else {
                 message.push_str(&format!(
@@ -74,16 +138,25 @@ pub fn apply(changes: &[Change], state: &mut InstallState) -> anyhow::Result<()>
     Ok(())
 }
 
-/// Puts `content` at `path` atomically.
-fn put(path: &Path, content: &Content, state: &mut InstallState) -> anyhow::Result<()> {
+/// Puts `content` at `path` atomically; `unchanged` runs immediately before the rename (or the
+/// removal) and stops it when the file is no longer what memloop read.
+fn put(
+    path: &Path,
+    content: &Content,
+    state: &mut InstallState,
+    unchanged: &dyn Fn() -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     match content {
-        Content::Missing => match fs_err::remove_file(path) {
-            Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err.into()),
-            _ => Ok(()),
-        },
+        Content::Missing => {
+            unchanged()?;
+            match fs_err::remove_file(path) {
+                Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err.into()),
+                _ => Ok(()),
+            }
+        }
         Content::File { text } => {
             create_parents(path, state)?;
-            write_atomic(path, text.as_bytes())
+            write_atomic_checked(path, text.as_bytes(), true, unchanged)
         }
         Content::Link { target } => {
             create_parents(path, state)?;
@@ -91,10 +164,11 @@ fn put(path: &Path, content: &Content, state: &mut InstallState) -> anyhow::Resu
             let temp = unique_sibling(dir, path)?;
             make_symlink(target, &temp)
                 .with_context(|| format!("cannot create the symlink {}", path.display()))?;
-            fs_err::rename(&temp, path).inspect_err(|_| {
+            let renamed = unchanged().and_then(|()| Ok(fs_err::rename(&temp, path)?));
+            if renamed.is_err() {
                 let _ = std::fs::remove_file(&temp);
-            })?;
-            Ok(())
+            }
+            renamed
         }
     }
 }
@@ -134,11 +208,15 @@ fn create_parents(path: &Path, state: &mut InstallState) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Removes folders memloop created that are empty now, deepest first.
+/// Removes folders memloop created that are empty now, deepest first. A folder whose path now
+/// passes through a symlink is somewhere else than the one memloop created: it stays.
 pub fn remove_created_dirs(state: &mut InstallState) {
     let mut dirs = std::mem::take(&mut state.created_dirs);
     dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
     for dir in dirs {
+        if real_path(&dir).is_ok_and(|real| real != dir) {
+            continue;
+        }
         if std::fs::remove_dir(&dir).is_err() && dir.exists() {
             state.created_dirs.push(dir);
         }
@@ -186,7 +264,7 @@ mod tests {
         let err = apply(&plan, &mut InstallState::default()).unwrap_err();
         assert!(
             err.to_string()
-                .contains("changed while memloop was working"),
+                .contains("changed while memloop was writing; run again"),
             "{err}"
         );
         assert_eq!(fs_err::read_to_string(&a).unwrap(), "a0");

@@ -3,6 +3,7 @@
 //! file holds.
 
 pub mod apply;
+pub mod place;
 pub mod state;
 
 use std::path::{Path, PathBuf};
@@ -15,8 +16,7 @@ use crate::edit::json::JsonDoc;
 use crate::edit::markdown;
 use crate::edit::text::Encoding;
 use crate::edit::toml::TomlDoc;
-use crate::instructions::{Found, inspect};
-use crate::target::{Desired, Format, Fragment, Scope, Target, is_hook_group_for};
+use crate::target::{Desired, Format, Fragment, Target, is_hook_group_for};
 
 /// What is (or will be) at a path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,16 +28,6 @@ pub enum Content {
 }
 
 impl Content {
-    fn from_found(found: Found) -> Result<Content, String> {
-        match found {
-            Found::Missing => Ok(Content::Missing),
-            Found::Link { target, .. } => Ok(Content::Link { target }),
-            Found::File { bytes } => String::from_utf8(bytes)
-                .map(|text| Content::File { text })
-                .map_err(|_| String::new()),
-        }
-    }
-
     pub fn text(&self) -> &str {
         match self {
             Content::File { text } => text,
@@ -132,6 +122,7 @@ fn plan_one(
 ) -> Result<Change, PlanError> {
     let display = target.display.as_str();
     if let Desired::Symlink { target: link } = &target.desired {
+        place::confine(root, &target.path, target.scope, display, true)?;
         let before = read(&target.path, display)?;
         let after = match mode {
             Mode::Install => Content::Link {
@@ -152,8 +143,13 @@ fn plan_one(
         });
     }
 
-    let write_path = resolve_write_path(root, target)?;
-    let before = read(&write_path, display)?;
+    let write_path = place::confine(root, &target.path, target.scope, display, false)?;
+    let mut before = read(&write_path, display)?;
+    if mode == Mode::Install
+        && let Desired::Fragments { format, .. } = &target.desired
+    {
+        before = settled(&write_path, display, before, *format)?;
+    }
     let original = originals(&write_path);
     let after = match (&target.desired, mode) {
         (Desired::Whole { content }, Mode::Install) => Content::File {
@@ -203,35 +199,96 @@ fn plan_one(
     })
 }
 
-/// Reads a path without following a final symlink into a file outside memloop's control.
+/// Reads a path without following a final symlink. Anything but a regular file, a symlink or
+/// nothing is refused without being opened, so a FIFO or a device never blocks memloop.
 pub fn read(path: &Path, display: &str) -> Result<Content, PlanError> {
-    let found = inspect(path)?;
-    Content::from_found(found).map_err(|_| {
-        let bytes = fs_err::read(path).unwrap_or_default();
-        match Encoding::decode(&bytes, display) {
-            Err(refusal) => PlanError::Refused(vec![refusal]),
-            Ok(_) => PlanError::Other(anyhow::anyhow!("{display}: cannot read")),
+    let meta = match std::fs::symlink_metadata(path) {
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Content::Missing),
+        Err(err) => {
+            return Err(anyhow::Error::new(err)
+                .context(format!("cannot read {display}"))
+                .into());
         }
-    })
+        Ok(meta) => meta,
+    };
+    if meta.file_type().is_symlink() {
+        let target = fs_err::read_link(path).map_err(anyhow::Error::from)?;
+        return Ok(Content::Link {
+            target: target.to_string_lossy().into_owned(),
+        });
+    }
+    let not_regular = |meta: &std::fs::Metadata| {
+        PlanError::from(Refusal::whole(
+            display,
+            format!(
+                "is {}, not a regular file",
+                crate::files::describe_kind(&meta.file_type())
+            ),
+            "memloop reads and writes only regular files; remove it or replace it with a file",
+        ))
+    };
+    if !meta.is_file() {
+        return Err(not_regular(&meta));
+    }
+    let bytes = match crate::files::read_regular(path) {
+        Ok(bytes) => bytes,
+        Err(err) => {
+            return Err(match std::fs::symlink_metadata(path) {
+                Ok(meta) if !meta.is_file() => not_regular(&meta),
+                _ => anyhow::Error::new(err)
+                    .context(format!("cannot read {display}"))
+                    .into(),
+            });
+        }
+    };
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(Content::File { text }),
+        Err(err) => match Encoding::decode(err.as_bytes(), display) {
+            Err(refusal) => Err(PlanError::Refused(vec![refusal])),
+            Ok(_) => Err(PlanError::Other(anyhow::anyhow!("{display}: cannot read"))),
+        },
+    }
 }
 
-/// Never write through a symlink that leaves the repository: project files must resolve inside it.
-fn resolve_write_path(root: &Path, target: &Target) -> Result<PathBuf, PlanError> {
-    let Found::Link { resolved, .. } = inspect(&target.path)? else {
-        return Ok(target.path.clone());
-    };
-    if target.scope == Scope::Project {
-        let canonical_root = std::fs::canonicalize(root).map_err(anyhow::Error::from)?;
-        if !resolved.starts_with(&canonical_root) {
-            return Err(Refusal::whole(
-                &target.display,
-                format!("is a symlink to {}, outside the repository", resolved.display()),
-                "memloop never writes through such a link; replace it with a file, or remove the agent from memloop.toml",
-            )
-            .into());
+/// How long an empty config file is watched for the rest of an agent's rewrite to arrive.
+const SETTLE_TRIES: u32 = 10;
+const SETTLE_PAUSE: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// An agent that rewrites its config in place truncates it first: an empty file is read again
+/// after a short wait, and a JSON or TOML one that stays empty is refused, never taken for an
+/// empty document (an edit built on it would hold only memloop's fragments).
+fn settled(
+    path: &Path,
+    display: &str,
+    mut before: Content,
+    format: Format,
+) -> Result<Content, PlanError> {
+    let is_blank = |content: &Content| matches!(content, Content::File { text } if text.trim_start_matches('\u{feff}').trim().is_empty());
+    for _ in 0..SETTLE_TRIES {
+        if !is_blank(&before) {
+            return Ok(before);
         }
+        std::thread::sleep(SETTLE_PAUSE);
+        before = read(path, display)?;
     }
-    Ok(resolved)
+    if !is_blank(&before) {
+        return Ok(before);
+    }
+    // An empty Markdown file is a document like any other (a `touch CLAUDE.md`): the block
+    // goes in. Emptiness only loses structure in JSON and TOML, where it is refused.
+    let hint = match format {
+        Format::Markdown => return Ok(before),
+        Format::Toml => {
+            "if it is meant to be empty, delete it (or put a comment line in it) and run again"
+        }
+        _ => "if it is meant to be empty, write `{}` in it (or delete it) and run again",
+    };
+    Err(Refusal::whole(
+        display,
+        "is empty; memloop never takes an empty file for an empty document (an agent may be in the middle of rewriting it)",
+        hint,
+    )
+    .into())
 }
 
 /// What the file looked like before memloop, parsed, to decide which parents memloop created.
@@ -380,5 +437,41 @@ fn is_empty(text: &str, format: Format) -> bool {
                 && !text.contains("/*")
         }
         Format::Toml | Format::Markdown => text.trim().is_empty(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_config_is_read_again_and_refused_when_it_stays_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        std::fs::write(&path, "").unwrap();
+        let format = Format::Json(crate::edit::json::Dialect::Strict);
+        let refused = settled(&path, "settings.json", read(&path, "").unwrap(), format);
+        let Err(PlanError::Refused(refusals)) = refused else {
+            panic!("an empty file was taken for a document: {refused:?}");
+        };
+        assert!(refusals[0].problem.contains("is empty"), "{refusals:?}");
+        // An agent finishing its in-place rewrite meanwhile: the rewritten file is what counts.
+        let writer = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(SETTLE_PAUSE * 2);
+                std::fs::write(path, "{\"model\": \"opus\"}").unwrap();
+            })
+        };
+        let found = settled(
+            &path,
+            "settings.json",
+            Content::File {
+                text: String::new(),
+            },
+            format,
+        );
+        writer.join().unwrap();
+        assert_eq!(found.unwrap().text(), "{\"model\": \"opus\"}");
     }
 }

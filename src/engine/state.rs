@@ -46,7 +46,7 @@ impl InstallState {
 
     pub fn load(root: &Path) -> anyhow::Result<InstallState> {
         let path = InstallState::path_for(root)?;
-        match fs_err::read(&path) {
+        match crate::files::read_regular(&path) {
             Ok(bytes) => {
                 let state: InstallState = serde_json::from_slice(&bytes).with_context(|| {
                     format!("{} is damaged; delete it to start afresh", path.display())
@@ -58,7 +58,9 @@ impl InstallState {
                 root: std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf()),
                 ..InstallState::default()
             }),
-            Err(err) => Err(err.into()),
+            Err(err) => {
+                Err(anyhow::Error::new(err).context(format!("cannot read {}", path.display())))
+            }
         }
     }
 
@@ -66,7 +68,8 @@ impl InstallState {
         let path = InstallState::path_for(root)?;
         let mut text = serde_json::to_vec_pretty(self)?;
         text.push(b'\n');
-        crate::files::write_atomic(&path, &text)
+        // What memloop wrote where, and the user's original bytes: for the user's eyes only.
+        crate::files::write_private(&path, &text)
     }
 
     pub fn original(&self, path: &Path) -> Option<Content> {

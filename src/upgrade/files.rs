@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::edit::Refusal;
 use crate::edit::json::{Dialect, JsonDoc};
 use crate::edit::text::Encoding;
 use crate::edit::toml::TomlDoc;
@@ -71,25 +70,14 @@ impl Files {
         }
     }
 
-    /// The path whose bytes `path` stands for: itself, or the file its symlink points to. A
-    /// project file never resolves outside the repository.
+    /// The path whose bytes `path` stands for, every symlink on the way resolved. A project file
+    /// never resolves outside the repository (or into .git), a user file never out of its agent's
+    /// folder, and anything but a regular file is refused (`engine::place`).
     pub fn resolve(&self, path: &Path) -> Result<PathBuf, PlanError> {
-        let Found::Link { resolved, .. } = inspect(path)? else {
-            return Ok(path.to_path_buf());
-        };
         let (scope, display) = self.scope_and_display(path);
-        if scope == Scope::Project && !resolved.starts_with(&self.root) {
-            return Err(Refusal::whole(
-                &display,
-                format!(
-                    "is a symlink to {}, outside the repository",
-                    resolved.display()
-                ),
-                "memloop never writes through such a link; replace it with a file",
-            )
-            .into());
-        }
-        Ok(resolved)
+        Ok(crate::engine::place::confine(
+            &self.root, path, scope, &display, false,
+        )?)
     }
 
     /// The slot of exactly `path` (a symlink stays a link), read from disk on first use.

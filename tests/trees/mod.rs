@@ -11,6 +11,8 @@ use std::process::{Command, Output};
 pub enum Entry {
     File(Vec<u8>),
     Link(PathBuf),
+    /// A FIFO, a device or a socket: recorded, never opened (reading a FIFO blocks).
+    Special,
 }
 
 pub type Tree = BTreeMap<PathBuf, Entry>;
@@ -36,6 +38,8 @@ fn walk(base: &Path, dir: &Path, out: &mut Tree) {
             out.insert(rel, Entry::Link(std::fs::read_link(&path).unwrap()));
         } else if meta.is_dir() {
             walk(base, &path, out);
+        } else if !meta.is_file() {
+            out.insert(rel, Entry::Special);
         } else {
             out.insert(rel, Entry::File(std::fs::read(&path).unwrap()));
         }
@@ -50,8 +54,16 @@ pub fn copy_tree(from: &Path, to: &Path) {
         match entry {
             Entry::File(bytes) => std::fs::write(&dest, bytes).unwrap(),
             Entry::Link(target) => std::os::unix::fs::symlink(target, &dest).unwrap(),
+            Entry::Special => make_fifo(&dest),
         }
     }
+}
+
+/// A FIFO at `path` (git cannot hold one, so tests make them).
+pub fn make_fifo(path: &Path) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let status = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(status.success(), "mkfifo {} failed", path.display());
 }
 
 /// Expected trees hold this line instead of the OpenCode plugin, which has tests of its own.
@@ -79,6 +91,7 @@ pub fn describe(got: &Tree, want: &Tree) -> String {
     let show = |e: &Entry| match e {
         Entry::File(bytes) => String::from_utf8_lossy(bytes).into_owned(),
         Entry::Link(target) => format!("(symlink to {})", target.display()),
+        Entry::Special => "(a FIFO, device or socket)".into(),
     };
     let mut lines = Vec::new();
     for (path, entry) in got {
@@ -97,6 +110,49 @@ pub fn describe(got: &Tree, want: &Tree) -> String {
         lines.push(format!("  missing from actual: {}", path.display()));
     }
     lines.join("\n")
+}
+
+/// How long one memloop run in a test may take before it counts as hung.
+pub const RUN_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Runs `command` to the end with its output captured, killing it after [`RUN_LIMIT`].
+pub fn run_bounded(command: &mut Command) -> Output {
+    use std::io::Read as _;
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let drain = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let started = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(1);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > RUN_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{command:?} did not end within {RUN_LIMIT:?}: it hangs");
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(std::time::Duration::from_millis(10));
+    };
+    Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    }
 }
 
 /// A repository, a home and a PATH folder in a temporary directory.
@@ -138,8 +194,11 @@ impl Sandbox {
     }
 
     /// Runs memloop in the repository with only this sandbox's environment (plus `env`).
+    /// A run that does not end within [`RUN_LIMIT`] is killed and fails the test: a hang
+    /// (memloop blocked on a FIFO, say) is a failure, not a stuck test.
     pub fn run_with(&self, args: &[String], env: &BTreeMap<String, String>) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_memloop"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_memloop"));
+        command
             .args(args)
             .current_dir(&self.repo)
             .env_clear()
@@ -147,9 +206,8 @@ impl Sandbox {
             .env("PATH", &self.bin)
             .env("XDG_STATE_HOME", self.home.join(".local/state"))
             .env("NO_COLOR", "1")
-            .envs(env)
-            .output()
-            .unwrap()
+            .envs(env);
+        run_bounded(&mut command)
     }
 
     pub fn run(&self, args: &[String]) -> Output {

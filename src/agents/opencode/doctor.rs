@@ -383,12 +383,8 @@ fn plugin_file(d: &mut Doctor, v2: bool) {
 }
 
 fn is_memloop_plugin(path: &std::path::Path) -> bool {
-    use std::io::Read as _;
-    let mut head = [0u8; 64];
-    let n = std::fs::File::open(path)
-        .and_then(|mut f| f.read(&mut head))
-        .unwrap_or(0);
-    head[..n].starts_with(b"// memloop opencode plugin")
+    crate::files::read_regular(path)
+        .is_ok_and(|bytes| bytes.starts_with(b"// memloop opencode plugin"))
 }
 
 /// OpenCode loads the global plugins folder too: memloop's plugin there and in the project runs
