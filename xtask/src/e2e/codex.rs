@@ -136,8 +136,8 @@ fn codex_home(sb: &Sandbox) -> PathBuf {
 }
 
 /// Write the adapter's project files and the user config: the harness's part (the fake model
-/// provider; plugins, remote plugins and apps off, since they reach github.com and chatgpt.com
-/// at startup) plus, with `trust`, the adapter's user-scope entries.
+/// provider; plugins, remote plugins, apps and analytics off, since they reach github.com and
+/// chatgpt.com) plus, with `trust`, the adapter's user-scope entries.
 fn set_up(
     sb: &mut Sandbox,
     adapter: &AdapterOutput,
@@ -177,6 +177,10 @@ fn user_config(adapter: &AdapterOutput, base_url: Option<&str>, trust: bool) -> 
         features[off] = value(false);
     }
     doc["features"] = Item::Table(features);
+    // Otherwise every run tries ab.chatgpt.com:443.
+    let mut analytics = Table::new();
+    analytics["enabled"] = value(false);
+    doc["analytics"] = Item::Table(analytics);
     if trust {
         let mut project = Table::new();
         project["trust_level"] = value("trusted");
@@ -335,7 +339,7 @@ fn has_id(line: &str, id: u64) -> bool {
 
 pub fn probe_mcp(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     ctx.caps.need_serve()?;
-    let fake = FakeResponses::start(Script {
+    let script = || Script {
         steps: vec![
             Step::Mcp {
                 server: SERVER.into(),
@@ -344,12 +348,47 @@ pub fn probe_mcp(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
             Step::Say("Stored it.".into()),
         ],
         latency: ctx.model_latency,
-    })?;
-    // No Stop hook in this probe: the adapter's hook file is written but left untrusted.
+    };
+    // No Stop hook in this probe: an empty hooks file.
     let adapter = expected_adapter_output(&sb.repo, GATE_COMMAND);
+    let prompt = "Store what you know about this repository.";
+
+    // Plain `codex exec` (approval policy never): a mode that asks first refuses the call,
+    // which shows the key is read; the adapter's mode lets it through.
+    let refused = FakeResponses::start(script())?;
+    set_up(sb, &adapter, Some(&refused.base_url()), true)?;
+    std::fs::write(sb.repo.join(".codex/hooks.json"), "{\"hooks\": {}}\n")?;
+    let asking = adapter.project_config.replace("\"approve\"", "\"prompt\"");
+    std::fs::write(sb.repo.join(".codex/config.toml"), &asking)?;
+    let out = exec(ctx, sb, &refused, prompt, false)?;
+    let answer = refused.model_calls().last().and_then(|c| {
+        c.request()
+            .result_of(Some(NAMESPACE), "memory_store")
+            .map(String::from)
+    });
+    expect(
+        answer
+            .as_deref()
+            .is_some_and(|a| a.contains("requires approval")),
+        &format!(
+            "with default_tools_approval_mode = \"prompt\" `codex exec` should refuse the call; \
+             the model got {answer:?}\nmodel requests:\n{}",
+            refused.transcript()
+        ),
+        &out,
+    )?;
+    println!(
+        "   approval mode \"prompt\": refused ({:?})",
+        answer
+            .as_deref()
+            .and_then(|a| a.lines().last())
+            .unwrap_or("")
+    );
+
+    let fake = FakeResponses::start(script())?;
     set_up(sb, &adapter, Some(&fake.base_url()), true)?;
     std::fs::write(sb.repo.join(".codex/hooks.json"), "{\"hooks\": {}}\n")?;
-    let out = exec(ctx, sb, &fake, "Store what you know about this repository.")?;
+    let out = exec(ctx, sb, &fake, prompt, false)?;
     let calls = fake.model_calls();
     let fail = |msg: String| -> Result<()> {
         bail!(
@@ -374,7 +413,7 @@ pub fn probe_mcp(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     };
     check_stored(&sb.repo, result).or_else(|e| fail(format!("{e:#}")))?;
     println!(
-        "   offered {NAMESPACE}/memory_store; memloop serve answered {:?}",
+        "   approval mode \"approve\": offered {NAMESPACE}/memory_store; memloop serve answered {:?}",
         proc::tail(result, 160)
     );
     expect(
@@ -423,18 +462,21 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
-/// `codex exec --json` with approvals and the sandbox off (exec_command must write), stdin closed.
-fn exec(ctx: &Ctx, sb: &Sandbox, fake: &FakeResponses, prompt: &str) -> Result<Output> {
-    let out = sb.run(
-        codex(ctx),
-        &[
-            "exec",
-            "--json",
-            "--dangerously-bypass-approvals-and-sandbox",
-            prompt,
-        ],
-        ctx.gate_timeout,
-    )?;
+/// `codex exec --json` (stdin closed); `bypass` turns approvals and the sandbox off, which
+/// exec_command needs to write.
+fn exec(
+    ctx: &Ctx,
+    sb: &Sandbox,
+    fake: &FakeResponses,
+    prompt: &str,
+    bypass: bool,
+) -> Result<Output> {
+    let mut args = vec!["exec", "--json"];
+    if bypass {
+        args.push("--dangerously-bypass-approvals-and-sandbox");
+    }
+    args.push(prompt);
+    let out = sb.run(codex(ctx), &args, ctx.gate_timeout)?;
     let _ = std::fs::write(sb.root.join("model-requests.jsonl"), fake.dump());
     let _ = std::fs::write(sb.root.join("codex-exec.jsonl"), &out.stdout);
     expect(
@@ -491,7 +533,7 @@ pub fn probe_gate(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     let command = format!("sh {}", script.display());
     let adapter = expected_adapter_output(&sb.repo, &command);
     set_up(sb, &adapter, Some(&fake.base_url()), true)?;
-    let out = exec(ctx, sb, &fake, "Create e2e-note-1.txt, then stop.")?;
+    let out = exec(ctx, sb, &fake, "Create e2e-note-1.txt, then stop.", true)?;
     let calls: Vec<_> = fake.model_calls().iter().map(|c| c.request()).collect();
     let fail = |msg: String| -> Result<()> {
         bail!(
