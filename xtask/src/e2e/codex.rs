@@ -360,7 +360,7 @@ pub fn probe_mcp(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     std::fs::write(sb.repo.join(".codex/hooks.json"), "{\"hooks\": {}}\n")?;
     let asking = adapter.project_config.replace("\"approve\"", "\"prompt\"");
     std::fs::write(sb.repo.join(".codex/config.toml"), &asking)?;
-    let out = exec(ctx, sb, &refused, prompt, false)?;
+    let out = exec(ctx, sb, &refused, prompt)?;
     let answer = refused.model_calls().last().and_then(|c| {
         c.request()
             .result_of(Some(NAMESPACE), "memory_store")
@@ -388,7 +388,7 @@ pub fn probe_mcp(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     let fake = FakeResponses::start(script())?;
     set_up(sb, &adapter, Some(&fake.base_url()), true)?;
     std::fs::write(sb.repo.join(".codex/hooks.json"), "{\"hooks\": {}}\n")?;
-    let out = exec(ctx, sb, &fake, prompt, false)?;
+    let out = exec(ctx, sb, &fake, prompt)?;
     let calls = fake.model_calls();
     let fail = |msg: String| -> Result<()> {
         bail!(
@@ -462,20 +462,11 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
-/// `codex exec --json` (stdin closed); `bypass` turns approvals and the sandbox off, which
-/// exec_command needs to write.
-fn exec(
-    ctx: &Ctx,
-    sb: &Sandbox,
-    fake: &FakeResponses,
-    prompt: &str,
-    bypass: bool,
-) -> Result<Output> {
-    let mut args = vec!["exec", "--json"];
-    if bypass {
-        args.push("--dangerously-bypass-approvals-and-sandbox");
-    }
-    args.push(prompt);
+/// `codex exec --json` (stdin closed), as a user would run it: in a trusted project that is
+/// approval policy `never` and the `workspace-write` sandbox (network off), in which
+/// exec_command may write the repo.
+fn exec(ctx: &Ctx, sb: &Sandbox, fake: &FakeResponses, prompt: &str) -> Result<Output> {
+    let args = ["exec", "--json", prompt];
     let out = sb.run(codex(ctx), &args, ctx.gate_timeout)?;
     let _ = std::fs::write(sb.root.join("model-requests.jsonl"), fake.dump());
     let _ = std::fs::write(sb.root.join("codex-exec.jsonl"), &out.stdout);
@@ -533,7 +524,7 @@ pub fn probe_gate(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     let command = format!("sh {}", script.display());
     let adapter = expected_adapter_output(&sb.repo, &command);
     set_up(sb, &adapter, Some(&fake.base_url()), true)?;
-    let out = exec(ctx, sb, &fake, "Create e2e-note-1.txt, then stop.", true)?;
+    let out = exec(ctx, sb, &fake, "Create e2e-note-1.txt, then stop.")?;
     let calls: Vec<_> = fake.model_calls().iter().map(|c| c.request()).collect();
     let fail = |msg: String| -> Result<()> {
         bail!(
