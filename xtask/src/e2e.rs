@@ -158,8 +158,13 @@ const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "probe-codex-gate",
-        about: "Codex edits via exec_command, a trusted Stop hook blocks once, it stores over MCP, the retry passes",
-        run: codex::probe_gate,
+        about: "Codex edits via exec_command, a trusted Stop hook blocks once (JSON decision), it stores over MCP, the retry passes",
+        run: |c, s| codex::probe_gate(c, s, codex::Block::Json),
+    },
+    Scenario {
+        name: "probe-codex-gate-exit2",
+        about: "as probe-codex-gate, the hook blocking with exit 2 and the reason on stderr",
+        run: |c, s| codex::probe_gate(c, s, codex::Block::Exit2),
     },
 ];
 

@@ -12,7 +12,8 @@
 //!   and the call reaches `memloop serve` (a note lands in `.memloop/memory/`).
 //! - `probe-codex-gate`: Codex edits through `exec_command`, a trusted Stop hook (a shell stand-in
 //!   for memloop's gate) blocks once, Codex continues with the reason, stores over MCP, and the
-//!   retry (`stop_hook_active`) is allowed.
+//!   retry (`stop_hook_active`) is allowed. `probe-codex-gate-exit2`: the same, blocking with
+//!   exit 2.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -268,6 +269,25 @@ pub fn probe_config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     }
     println!("   hooks/list: {key} {hash} trusted");
 
+    // Any other hash (e.g. one left from an older command) is "modified": skipped as well.
+    let stale = AdapterOutput {
+        hook_state: (
+            key.clone(),
+            command_hook_trusted_hash("stop", "old", None, None),
+        ),
+        ..adapter
+    };
+    set_up(sb, &stale, None, true)?;
+    let hooks = hooks_list(ctx, sb)?;
+    let status = hooks
+        .iter()
+        .find(|h| h["key"] == json!(key))
+        .map(|h| h["trustStatus"].clone());
+    if status != Some(json!("modified")) {
+        bail!("with a stale trusted_hash hooks/list should say modified, got {status:?}");
+    }
+    println!("   a stale trusted_hash: modified");
+
     let out = sb.run(codex(ctx), &["features", "list"], ctx.timeout)?;
     expect(out.success(), "`codex features list` failed", &out)?;
     let line = out
@@ -481,9 +501,23 @@ fn exec(ctx: &Ctx, sb: &Sandbox, fake: &FakeResponses, prompt: &str) -> Result<O
     Ok(out)
 }
 
+/// How the stand-in gate blocks: both ways Codex 0.171.0 accepts.
+#[derive(Debug, Clone, Copy)]
+pub enum Block {
+    /// stdout `{"decision":"block","reason":...}`, exit 0.
+    Json,
+    /// The reason on stderr, exit 2.
+    Exit2,
+}
+
 /// A stand-in for memloop's gate: records each Stop input and a copy of the rollout as it was
-/// then, blocks the first stop with a JSON decision, and allows the retry.
-fn stop_once_script(runs: &Path) -> String {
+/// then, blocks the first stop, and allows the retry.
+fn stop_once_script(runs: &Path, block: Block) -> String {
+    let reason = format!("{GATE_MARKER}: call memory_store with what you learned, then stop.");
+    let block = match block {
+        Block::Json => format!("printf '{{\"decision\":\"block\",\"reason\":\"{reason}\"}}\\n'"),
+        Block::Exit2 => format!("printf '%s\\n' '{reason}' >&2\nexit 2"),
+    };
     format!(
         r#"#!/bin/sh
 runs='{runs}'
@@ -496,17 +530,17 @@ if [ -n "$rollout" ] && [ -f "$rollout" ]; then cp "$rollout" "$runs/rollout-at-
 case "$input" in
   *'"stop_hook_active":true'*|*'"stop_hook_active": true'*) exit 0 ;;
 esac
-printf '{{"decision":"block","reason":"{GATE_MARKER}: call memory_store with what you learned, then stop."}}\n'
+{block}
 "#,
         runs = runs.display()
     )
 }
 
-pub fn probe_gate(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+pub fn probe_gate(ctx: &Ctx, sb: &mut Sandbox, block: Block) -> Result<()> {
     ctx.caps.need_serve()?;
     let runs = sb.root.join("hook-runs");
     let script = sb.root.join("stop-once.sh");
-    std::fs::write(&script, stop_once_script(&runs))?;
+    std::fs::write(&script, stop_once_script(&runs, block))?;
     tools::set_executable(&script)?;
     let note = "e2e-note-1.txt";
     let fake = FakeResponses::start(Script {
@@ -589,8 +623,8 @@ pub fn probe_gate(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         ));
     }
     println!(
-        "   exec_command wrote {note}; Stop blocked; reason reached the model in request {}; \
-         memory_store stored; the retry was allowed",
+        "   exec_command wrote {note}; Stop blocked ({block:?}); reason reached the model in \
+         request {}; memory_store stored; the retry was allowed",
         sent_back + 1
     );
 
