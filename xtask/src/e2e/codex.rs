@@ -10,10 +10,10 @@
 //!   compute, with the hash we compute, as trusted; `codex features list` has `hooks` on.
 //! - `probe-codex-mcp`: `codex exec` offers the model `memory_store` in namespace `mcp__memory`,
 //!   and the call reaches `memloop serve` (a note lands in `.memloop/memory/`).
-//! - `probe-codex-gate`: Codex edits through `exec_command`, a trusted Stop hook (a shell stand-in
-//!   for memloop's gate) blocks once, Codex continues with the reason, stores over MCP, and the
-//!   retry (`stop_hook_active`) is allowed. `probe-codex-gate-exit2`: the same, blocking with
-//!   exit 2.
+//! - `probe-codex-gate`: Codex edits through `exec_command` and `apply_patch`, a trusted Stop
+//!   hook (a shell stand-in for memloop's gate) blocks once, Codex continues with the reason,
+//!   stores over MCP, and the retry (`stop_hook_active`) is allowed. `probe-codex-gate-exit2`:
+//!   the same, blocking with exit 2.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -40,6 +40,18 @@ pub const GATE_COMMAND: &str = "memloop hook stop --agent codex";
 pub const GATE_TIMEOUT_SEC: u64 = 30;
 /// The fake provider's API key variable (`model_providers.fake.env_key`).
 const KEY_VAR: &str = "MEMLOOP_E2E_FAKE_KEY";
+/// Model metadata for `fake-model` (`model_catalog_json`): with it Codex offers the freeform
+/// `apply_patch` tool, keeps MCP tools in `tools[]` (no `tool_search`), and drops its "model
+/// metadata not found" warning.
+const MODEL_CATALOG: &str = r#"{"models": [{"slug": "fake-model", "display_name": "fake-model",
+  "description": null, "supported_reasoning_levels": [], "shell_type": "shell_command",
+  "visibility": "list", "supported_in_api": true, "priority": 1, "availability_nux": null,
+  "upgrade": null, "base_instructions": "You are the scripted e2e model.",
+  "supports_reasoning_summaries": false, "support_verbosity": false, "default_verbosity": null,
+  "apply_patch_tool_type": "freeform", "truncation_policy": {"mode": "bytes", "limit": 10000},
+  "supports_parallel_tool_calls": false, "context_window": 100000,
+  "experimental_supported_tools": []}]}
+"#;
 
 /// The `trusted_hash` Codex expects in `[hooks.state."<key>"]` for one command hook (its
 /// `command_hook_hash` in codex-rs/hooks/src/engine/discovery.rs, 0.171.0): sha256 over the
@@ -151,19 +163,27 @@ fn set_up(
     std::fs::write(dot_codex.join("hooks.json"), &adapter.hooks_json)?;
     let home = codex_home(sb);
     std::fs::create_dir_all(&home)?;
+    let catalog = home.join("e2e-models.json");
+    std::fs::write(&catalog, MODEL_CATALOG)?;
     std::fs::write(
         home.join("config.toml"),
-        user_config(adapter, base_url, trust),
+        user_config(adapter, base_url, &catalog, trust),
     )?;
     sb.set_env("CODEX_HOME", home.to_string_lossy());
     sb.set_env(KEY_VAR, "sk-e2e");
     Ok(())
 }
 
-fn user_config(adapter: &AdapterOutput, base_url: Option<&str>, trust: bool) -> String {
+fn user_config(
+    adapter: &AdapterOutput,
+    base_url: Option<&str>,
+    catalog: &Path,
+    trust: bool,
+) -> String {
     let mut doc = DocumentMut::new();
     doc["model_provider"] = value("fake");
     doc["model"] = value("fake-model");
+    doc["model_catalog_json"] = value(catalog.to_string_lossy().as_ref());
     doc["check_for_update_on_startup"] = value(false);
     let mut provider = Table::new();
     provider["name"] = value("fake");
@@ -543,10 +563,14 @@ pub fn probe_gate(ctx: &Ctx, sb: &mut Sandbox, block: Block) -> Result<()> {
     std::fs::write(&script, stop_once_script(&runs, block))?;
     tools::set_executable(&script)?;
     let note = "e2e-note-1.txt";
+    let patched = "e2e-note-2.txt";
     let fake = FakeResponses::start(Script {
         steps: vec![
             Step::Exec(format!("printf 'edited by codex\\n' > {note}")),
-            Step::Say("The file is written.".into()),
+            Step::Patch(format!(
+                "*** Begin Patch\n*** Add File: {patched}\n+patched by codex\n*** End Patch\n"
+            )),
+            Step::Say("The files are written.".into()),
             Step::Mcp {
                 server: SERVER.into(),
                 tool: "memory_store".into(),
@@ -558,7 +582,12 @@ pub fn probe_gate(ctx: &Ctx, sb: &mut Sandbox, block: Block) -> Result<()> {
     let command = format!("sh {}", script.display());
     let adapter = expected_adapter_output(&sb.repo, &command);
     set_up(sb, &adapter, Some(&fake.base_url()), true)?;
-    let out = exec(ctx, sb, &fake, "Create e2e-note-1.txt, then stop.")?;
+    let out = exec(
+        ctx,
+        sb,
+        &fake,
+        "Create e2e-note-1.txt and e2e-note-2.txt, then stop.",
+    )?;
     let calls: Vec<_> = fake.model_calls().iter().map(|c| c.request()).collect();
     let fail = |msg: String| -> Result<()> {
         bail!(
@@ -570,6 +599,9 @@ pub fn probe_gate(ctx: &Ctx, sb: &mut Sandbox, block: Block) -> Result<()> {
 
     if !sb.repo.join(note).is_file() {
         return fail(format!("exec_command did not create {note}"));
+    }
+    if !sb.repo.join(patched).is_file() {
+        return fail(format!("apply_patch did not create {patched}"));
     }
     let inputs = hook_inputs(&runs)?;
     let Some(first) = inputs.first() else {
@@ -617,14 +649,15 @@ pub fn probe_gate(ctx: &Ctx, sb: &mut Sandbox, block: Block) -> Result<()> {
             "expected a second Stop with stop_hook_active true, then the end; Stop inputs: {inputs:?}"
         ));
     }
-    if calls.len() != 4 || calls.iter().any(|c| c.prior_outputs >= 4) {
+    if calls.len() != 5 || calls.iter().any(|c| c.prior_outputs >= 5) {
         return fail(format!(
-            "expected 4 model requests (exec, stop, store, stop); {SCRIPT_EXHAUSTED:?} means Codex went on"
+            "expected 5 model requests (exec, patch, stop, store, stop); {SCRIPT_EXHAUSTED:?} \
+             means Codex went on"
         ));
     }
     println!(
-        "   exec_command wrote {note}; Stop blocked ({block:?}); reason reached the model in \
-         request {}; memory_store stored; the retry was allowed",
+        "   exec_command wrote {note}, apply_patch {patched}; Stop blocked ({block:?}); the \
+         reason reached the model in request {}; memory_store stored; the retry was allowed",
         sent_back + 1
     );
 
@@ -637,9 +670,14 @@ pub fn probe_gate(ctx: &Ctx, sb: &mut Sandbox, block: Block) -> Result<()> {
             .iter()
             .any(|i| i["type"] == kind && (name.is_empty() || i["name"] == name))
     };
-    if !has("function_call", "exec_command") || !has("function_call_output", "") {
+    if !has("function_call", "exec_command")
+        || !has("function_call_output", "")
+        || !has("custom_tool_call", "apply_patch")
+        || !has("custom_tool_call_output", "")
+    {
         return fail(format!(
-            "the rollout at the first stop lacks the exec_command call or its output: {items:?}"
+            "the rollout at the first stop lacks the exec_command or apply_patch call or an output: \
+             {items:?}"
         ));
     }
     let path = first["transcript_path"].as_str().unwrap_or("");
@@ -719,7 +757,8 @@ mod tests {
     #[test]
     fn user_config_spells_the_trust_entries_as_quoted_keys() {
         let adapter = expected_adapter_output(Path::new("/tmp/a b/repo"), GATE_COMMAND);
-        let text = user_config(&adapter, Some("http://127.0.0.1:1/v1"), true);
+        let catalog = Path::new("/h/e2e-models.json");
+        let text = user_config(&adapter, Some("http://127.0.0.1:1/v1"), catalog, true);
         let doc: DocumentMut = text.parse().unwrap();
         assert_eq!(
             doc["projects"]["/tmp/a b/repo"]["trust_level"].as_str(),
@@ -731,7 +770,7 @@ mod tests {
             Some(adapter.hook_state.1.as_str())
         );
         assert!(text.contains("[projects.\"/tmp/a b/repo\"]"), "{text}");
-        let untrusted = user_config(&adapter, None, false);
+        let untrusted = user_config(&adapter, None, catalog, false);
         assert!(!untrusted.contains("projects") && !untrusted.contains("trusted_hash"));
     }
 }

@@ -26,6 +26,9 @@ pub const SCRIPT_EXHAUSTED: &str = "FAKE RESPONSES: the script has no further st
 pub enum Step {
     /// Call Codex's shell tool `exec_command` with this command line.
     Exec(String),
+    /// Call the freeform tool `apply_patch` with this patch (`*** Begin Patch` ...): a
+    /// `custom_tool_call`, offered only to models whose metadata asks for it.
+    Patch(String),
     /// Call `tool` of the MCP server `server` (offered as namespace `mcp__<server>`), with
     /// arguments made from the schema Codex offers.
     Mcp { server: String, tool: String },
@@ -338,6 +341,15 @@ fn decide(req: &ResponsesRequest, script: &Script, seq: usize) -> Value {
                    "status": "completed", "name": "exec_command",
                    "arguments": exec_args(&schema, command).to_string()})
         }
+        Some(Step::Patch(patch)) => {
+            if req.tool(None, "apply_patch").is_none() {
+                return message(
+                    "FAKE RESPONSES: the script patches but the request offers no apply_patch",
+                );
+            }
+            json!({"type": "custom_tool_call", "id": format!("ctc_e2e_{seq}"), "call_id": call_id,
+                   "status": "completed", "name": "apply_patch", "input": patch})
+        }
         Some(Step::Mcp { server, tool }) => {
             let namespace = format!("mcp__{server}");
             let Some(offered) = req.tool(Some(&namespace), tool) else {
@@ -378,6 +390,11 @@ fn exec_args(schema: &Value, command: &str) -> Value {
 
 fn summary(item: &Value) -> String {
     match item.get("type").and_then(Value::as_str) {
+        Some("custom_tool_call") => format!(
+            "call {} {:?}",
+            str_of(item, "name"),
+            str_of(item, "input").chars().take(120).collect::<String>()
+        ),
         Some("function_call") => {
             let ns = item
                 .get("namespace")
@@ -458,6 +475,7 @@ mod tests {
     fn offered() -> Value {
         json!([{"type": "function", "name": "exec_command",
                 "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}},
+               {"type": "custom", "name": "apply_patch", "format": {"type": "grammar"}},
                {"type": "namespace", "name": "mcp__memory", "tools": [{"type": "function",
                 "name": "memory_store", "parameters": {"type": "object", "required": ["content"],
                 "properties": {"content": {"type": "string"}}}}]}])
@@ -467,6 +485,7 @@ mod tests {
         Script {
             steps: vec![
                 Step::Exec("echo hi > a.txt".into()),
+                Step::Patch("*** Begin Patch\n*** Add File: b.txt\n+b\n*** End Patch\n".into()),
                 Step::Say("edited".into()),
                 Step::Mcp {
                     server: "memory".into(),
@@ -485,7 +504,7 @@ mod tests {
         let mut input = vec![json!({"type": "message", "role": "user",
             "content": [{"type": "input_text", "text": "go"}]})];
         let mut kinds = Vec::new();
-        for seq in 1..=5 {
+        for seq in 1..=6 {
             let body = json!({"tools": offered(), "input": input});
             let item = decide(&ResponsesRequest::parse(&body), &script(), seq);
             kinds.push(summary(&item));
@@ -493,6 +512,8 @@ mod tests {
             match item["type"].as_str() {
                 Some("function_call") => input.push(json!({"type": "function_call_output",
                     "call_id": item["call_id"], "output": format!("result {seq}")})),
+                Some("custom_tool_call") => input.push(json!({"type": "custom_tool_call_output",
+                    "call_id": item["call_id"], "output": "patched"})),
                 _ => input.push(json!({"type": "message", "role": "user",
                     "content": [{"type": "input_text", "text": "<hook_prompt>again</hook_prompt>"}]})),
             }
@@ -502,18 +523,23 @@ mod tests {
                 && kinds[0].contains(r#""cmd":"echo hi > a.txt""#),
             "{kinds:?}"
         );
-        assert!(kinds[1].contains("edited"), "{kinds:?}");
         assert!(
-            kinds[2].starts_with("call mcp__memory/memory_store"),
+            kinds[1].starts_with("call apply_patch") && kinds[1].contains("Add File: b.txt"),
             "{kinds:?}"
         );
-        assert!(kinds[3].contains("stored"), "{kinds:?}");
-        assert!(kinds[4].contains(SCRIPT_EXHAUSTED), "{kinds:?}");
+        assert!(kinds[2].contains("edited"), "{kinds:?}");
+        assert!(
+            kinds[3].starts_with("call mcp__memory/memory_store"),
+            "{kinds:?}"
+        );
+        assert!(kinds[4].contains("stored"), "{kinds:?}");
+        assert!(kinds[5].contains(SCRIPT_EXHAUSTED), "{kinds:?}");
         let last = ResponsesRequest::parse(&json!({"tools": offered(), "input": input}));
         assert_eq!(
             last.result_of(Some("mcp__memory"), "memory_store"),
-            Some("result 3")
+            Some("result 4")
         );
+        assert_eq!(last.result_of(None, "apply_patch"), Some("patched"));
         assert_eq!(last.user_texts.len(), 4);
     }
 
@@ -521,6 +547,7 @@ mod tests {
     fn an_mcp_step_without_the_tool_says_so() {
         let body = json!({"tools": [offered()[0].clone()], "input": [
             {"type": "function_call", "call_id": "c1", "name": "exec_command", "arguments": "{}"},
+            {"type": "custom_tool_call", "call_id": "c2", "name": "apply_patch", "input": "x"},
             {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "x"}]}]});
         let item = decide(&ResponsesRequest::parse(&body), &script(), 9);
         let text = item.pointer("/content/0/text").unwrap().as_str().unwrap();
