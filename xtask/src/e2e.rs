@@ -8,10 +8,12 @@
 //! needs (which also fails the run).
 
 mod agents;
+mod codex;
 mod config;
 mod connected;
 mod doctor;
 mod fake_model;
+mod fake_responses;
 mod gate;
 mod http;
 mod memloop;
@@ -141,6 +143,28 @@ const SCENARIOS: &[Scenario] = &[
         name: "upgrade-legacy",
         about: "legacy shapes for all three agents, `memloop upgrade`, then claude mcp get / opencode debug config / kimi doctor config and kimi -p accept the result",
         run: upgrade::legacy,
+    },
+    // Codex probes with the files memloop's Codex adapter is to write, written by hand; to be
+    // replaced by config-codex, connected-codex and gate-codex (xtask/src/e2e/codex.rs).
+    Scenario {
+        name: "probe-codex-config",
+        about: "`codex mcp list --json` shows the project server only once trusted; hooks/list trusts the Stop hook by our hash",
+        run: codex::probe_config,
+    },
+    Scenario {
+        name: "probe-codex-mcp",
+        about: "`codex exec` offers mcp__memory/memory_store and the call reaches memloop serve",
+        run: codex::probe_mcp,
+    },
+    Scenario {
+        name: "probe-codex-gate",
+        about: "Codex edits via exec_command, a trusted Stop hook blocks once (JSON decision), it stores over MCP, the retry passes",
+        run: |c, s| codex::probe_gate(c, s, codex::Block::Json),
+    },
+    Scenario {
+        name: "probe-codex-gate-exit2",
+        about: "as probe-codex-gate, the hook blocking with exit 2 and the reason on stderr",
+        run: |c, s| codex::probe_gate(c, s, codex::Block::Exit2),
     },
 ];
 

