@@ -288,4 +288,21 @@ mod tests {
             TomlDoc::parse("hooks = []\n[[hooks]]\nevent = \"Stop\"\n", "config.toml").unwrap_err();
         assert!(err.to_string().starts_with("config.toml:2:"), "{err}");
     }
+
+    #[test]
+    fn duplicate_keys_are_refused_at_the_second_at_any_depth() {
+        for (text, at) in [
+            ("model = \"a\"\nmodel = \"b\"\n", "c.toml:2:1:"),
+            (
+                "[[hooks]]\nevent = \"Stop\"\ncommand = \"x\"\nevent = \"Stop\"\n",
+                "c.toml:4:1:",
+            ),
+            ("[mcp]\nx = { a = 1, a = 2 }\n", "c.toml:2:14:"),
+            ("[t]\na = 1\n[t]\nb = 2\n", "c.toml:3:"),
+            ("a.b = 1\na.b = 2\n", "c.toml:2:"),
+        ] {
+            let err = TomlDoc::parse(text, "c.toml").unwrap_err();
+            assert!(err.to_string().starts_with(at), "{text:?}: {err}");
+        }
+    }
 }
