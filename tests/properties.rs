@@ -5,6 +5,8 @@ use std::path::Path;
 
 use memloop::agents::{self, Context};
 use memloop::config::{AgentId, Config};
+use memloop::edit::json::{Dialect, JsonDoc};
+use memloop::edit::text::Encoding;
 use memloop::engine::state::InstallState;
 use memloop::engine::{self, Content, Mode, apply::apply};
 use proptest::prelude::*;
@@ -234,8 +236,15 @@ proptest! {
         let forgotten = InstallState::default();
         let removal = plan(&root, &config, Mode::Remove, &forgotten);
         let mcp = removal.iter().find(|c| c.target.display == ".mcp.json").unwrap();
-        let expected = Content::File { text: String::from_utf8(original.clone()).unwrap() };
-        // A file that held nothing but memloop's entry goes, as if memloop had created it.
+        // Only memloop's member goes: a parent it emptied may have been the user's, so it stays,
+        // where memloop's install put it.
+        let (text, encoding) = Encoding::decode(&original, ".mcp.json").unwrap();
+        let mut with_parent = JsonDoc::parse(&text, Dialect::Strict, ".mcp.json").unwrap();
+        with_parent.set(&["mcpServers".to_owned()], &Value::Object(Map::new())).unwrap();
+        let expected = Content::File {
+            text: String::from_utf8(encoding.encode(&with_parent.to_text())).unwrap(),
+        };
+        // A file memloop would have written from nothing goes.
         let held_nothing = value_of(&original).as_object().is_some_and(Map::is_empty);
         if !held_nothing {
             prop_assert_eq!(&mcp.after, &expected);

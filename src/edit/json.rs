@@ -310,6 +310,36 @@ fn refuse_duplicate_keys(text: &str, root: &Ast, display: &str) -> Result<(), Re
     Ok(())
 }
 
+/// `current` with the value at `path` replaced by the bytes of the value at `path` in
+/// `original`: a member comes back exactly as the user wrote it. `None` when either is missing.
+pub fn splice_member(current: &str, original: &str, path: &[String]) -> Option<String> {
+    let here = value_range(current, path)?;
+    let there = value_range(original, path)?;
+    let mut out = String::with_capacity(current.len() + there.len());
+    out.push_str(&current[..here.start]);
+    out.push_str(&original[there]);
+    out.push_str(&current[here.end..]);
+    Some(out)
+}
+
+/// The byte range of the value at `path` (object keys), if every step exists.
+fn value_range(text: &str, path: &[String]) -> Option<std::ops::Range<usize>> {
+    let options = Dialect::Jsonc.options();
+    let parsed = jsonc_parser::parse_to_ast(text, &Default::default(), &options).ok()?;
+    let mut node = parsed.value.as_ref()?;
+    for key in path {
+        let Ast::Object(object) = node else {
+            return None;
+        };
+        node = &object
+            .properties
+            .iter()
+            .find(|prop| prop_name(&prop.name) == key)?
+            .value;
+    }
+    Some(node.start()..node.end())
+}
+
 /// Where the value at `path` starts in `text`, or the deepest parent of it that exists.
 fn value_position(text: &str, path: &[String]) -> (usize, usize) {
     let options = ParseOptions::default();
@@ -467,6 +497,17 @@ mod tests {
             "f",
         )
         .unwrap();
+    }
+
+    #[test]
+    fn splice_member_gives_back_the_original_bytes() {
+        let original = "{\n  \"mcpServers\": {\n    \"memory\": { \"command\": \"npx\" }\n  }\n}\n";
+        let current = "{\n  \"a\": 1,\n  \"mcpServers\": {\n    \"memory\": {\n      \"type\": \"stdio\"\n    }\n  }\n}\n";
+        assert_eq!(
+            splice_member(current, original, &path(&["mcpServers", "memory"])).unwrap(),
+            "{\n  \"a\": 1,\n  \"mcpServers\": {\n    \"memory\": { \"command\": \"npx\" }\n  }\n}\n"
+        );
+        assert!(splice_member(current, original, &path(&["mcpServers", "x"])).is_none());
     }
 
     #[test]
