@@ -14,6 +14,7 @@ pub mod engine;
 pub mod files;
 pub mod gate;
 pub mod position;
+pub mod secrets;
 pub mod serve;
 pub mod target;
 pub mod upgrade;

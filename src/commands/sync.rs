@@ -94,8 +94,12 @@ pub(crate) fn check_conflicts(repo: &Repo, changes: &[Change]) -> anyhow::Result
                 None => false,
             };
             if !written_by_memloop {
+                let text = Encoding::decode(change.before.text().as_bytes(), "")
+                    .map(|(text, _)| text)
+                    .unwrap_or_default();
+                let (line, col) = crate::edit::json::value_position(&text, path);
                 bail!(
-                    "{}: `{}` already exists and memloop did not write it.\n  yours:    {}\n  memloop's: {}\n\
+                    "{}:{line}:{col}: `{}` already exists and memloop did not write it.\n  yours:    {}\n  memloop's: {}\n\
                      Rename the server in memloop.toml ([server] name), or run again with --force to replace yours",
                     change.target.display,
                     path.join("."),

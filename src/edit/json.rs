@@ -341,7 +341,7 @@ fn value_range(text: &str, path: &[String]) -> Option<std::ops::Range<usize>> {
 }
 
 /// Where the value at `path` starts in `text`, or the deepest parent of it that exists.
-fn value_position(text: &str, path: &[String]) -> (usize, usize) {
+pub fn value_position(text: &str, path: &[String]) -> (usize, usize) {
     let options = ParseOptions::default();
     let Ok(parsed) = jsonc_parser::parse_to_ast(text, &Default::default(), &options) else {
         return (1, 1);
