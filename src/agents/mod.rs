@@ -44,6 +44,8 @@ impl Context<'_> {
 pub struct Wanted {
     pub targets: Vec<Target>,
     pub skipped: Vec<String>,
+    /// Where installing takes memloop's part back (agents memloop.toml no longer names).
+    pub removed: Vec<PathBuf>,
 }
 
 /// Every file memloop owns something in, for the enabled agents.
@@ -60,5 +62,47 @@ pub fn wanted(ctx: &Context) -> anyhow::Result<Wanted> {
             AgentId::Kimi => kimi::targets(ctx, detect::kimi_flavor(), &mut skipped)?,
         });
     }
-    Ok(Wanted { targets, skipped })
+    Ok(Wanted {
+        targets,
+        skipped,
+        removed: Vec::new(),
+    })
+}
+
+/// The files of agents memloop.toml no longer names, whose fragments sync takes back: each
+/// removed agent's own files, and the shared `AGENTS.md` when no named agent reads it. Paths
+/// the named agents want are left to them. An agent whose targets cannot be made for this
+/// server (Kimi and a header it cannot carry) cannot hold memloop's entry: it is passed over.
+pub fn unwanted(ctx: &Context, wanted: &[Target]) -> anyhow::Result<Vec<Target>> {
+    let removed: Vec<AgentId> = AgentId::ALL
+        .into_iter()
+        .filter(|agent| !ctx.enabled(*agent))
+        .collect();
+    if removed.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut targets = Vec::new();
+    for agent in &removed {
+        let found = match agent {
+            AgentId::Claude => claude::targets(ctx),
+            AgentId::Opencode => opencode::targets(ctx),
+            AgentId::Kimi => kimi::targets(ctx, detect::kimi_flavor(), &mut Vec::new()),
+        };
+        targets.extend(found.unwrap_or_default());
+    }
+    let reads_agents_md = |agents: &[AgentId]| {
+        agents
+            .iter()
+            .any(|a| matches!(a, AgentId::Opencode | AgentId::Kimi))
+    };
+    if !reads_agents_md(&ctx.config.agents) {
+        let every = instructions::plan(ctx.root, ctx.config.layout, &AgentId::ALL)?;
+        targets.extend(
+            every
+                .into_iter()
+                .filter(|target| target.display == "AGENTS.md"),
+        );
+    }
+    targets.retain(|target| !wanted.iter().any(|w| w.path == target.path));
+    Ok(targets)
 }

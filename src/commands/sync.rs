@@ -59,6 +59,13 @@ pub fn sync(
     let consent_is_new = args.user_scope && !repo.state.user_scope;
     repo.state.user_scope |= args.user_scope;
     apply(&changes, &mut repo.state)?;
+    // What was taken back for an agent memloop.toml no longer names is not memloop's any more.
+    for change in changes
+        .iter()
+        .filter(|c| wanted.removed.contains(&c.write_path))
+    {
+        repo.state.release(&change.write_path, &change.after);
+    }
     // An in-sync repository costs no write (and no fsync) at all.
     if consent_is_new || changes.iter().any(|change| !change.is_noop()) {
         repo.state.save(&repo.root)?;

@@ -50,6 +50,9 @@ pub fn run(args: UninstallArgs) -> anyhow::Result<ExitCode> {
         }
     }
     keep_links_that_still_point_somewhere(&repo, &mut changes);
+    if let Some(link) = dangling_agents_link(&repo, &changes) {
+        changes.push(link);
+    }
     let user_files: Vec<&Change> = changes
         .iter()
         .filter(|c| c.target.scope == Scope::User && !c.is_noop())
@@ -130,6 +133,42 @@ fn keep_links_that_still_point_somewhere(repo: &Repo, changes: &mut [Change]) {
             change.after = change.before.clone();
         }
     }
+}
+
+/// `AGENTS.md -> CLAUDE.md` that no planned change covers (memloop.toml names only Claude now)
+/// would dangle once `CLAUDE.md` goes: it goes with it.
+fn dangling_agents_link(repo: &Repo, changes: &[Change]) -> Option<Change> {
+    let path = repo.root.join("AGENTS.md");
+    if changes.iter().any(|c| c.target.path == path) {
+        return None;
+    }
+    let Ok(crate::agents::instructions::Found::Link { target, resolved }) =
+        crate::agents::instructions::inspect(&path)
+    else {
+        return None;
+    };
+    let gone = |p: &std::path::Path| {
+        *p == resolved || std::fs::canonicalize(p).is_ok_and(|real| real == resolved)
+    };
+    let dangles = match changes.iter().find(|c| gone(&c.write_path)) {
+        Some(change) => change.after == Content::Missing,
+        None => std::fs::symlink_metadata(&resolved).is_err(),
+    };
+    (dangles && target == "CLAUDE.md").then(|| Change {
+        target: Target {
+            path: path.clone(),
+            display: "AGENTS.md".into(),
+            scope: Scope::Project,
+            agents: Vec::new(),
+            desired: Desired::Symlink { target },
+            note: None,
+        },
+        write_path: path,
+        before: Content::Link {
+            target: "CLAUDE.md".into(),
+        },
+        after: Content::Missing,
+    })
 }
 
 /// Files memloop wrote that the current memloop.toml no longer names (an agent removed, say).
