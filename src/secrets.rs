@@ -130,9 +130,13 @@ pub fn is_reference(value: &str, syntax: Syntax) -> bool {
     word.is_empty() || ["bearer", "basic", "token"].contains(&word.to_ascii_lowercase().as_str())
 }
 
-/// A literal credential in a value of the user's choosing (not named): reference or token.
+/// Whether a value in a credential's place is literal. A reference in another agent's syntax
+/// (`${VAR}` in Kimi's file) is not expanded there, but it is no secret either.
 fn literal(value: &str, syntax: Syntax) -> bool {
-    !value.is_empty() && !is_reference(value, syntax)
+    !value.is_empty()
+        && !is_reference(value, syntax)
+        && !is_reference(value, Syntax::Dollar)
+        && !is_reference(value, Syntax::Opencode)
 }
 
 /// What is wrong with a URL: a password or token in its user part, or a credential in its query.
@@ -242,7 +246,9 @@ mod tests {
             assert_eq!(in_url(url, Syntax::Dollar).is_some(), found, "{url}");
         }
         assert!(in_url("https://u:{env:P}@host", Syntax::Opencode).is_none());
-        assert!(in_url("https://u:${P}@host", Syntax::Kimi).is_some());
+        // Kimi expands neither, but a reference is no credential.
+        assert!(in_url("https://u:${P}@host", Syntax::Kimi).is_none());
+        assert!(in_url("https://u:p4ss@host", Syntax::Kimi).is_some());
     }
 
     #[test]
