@@ -121,3 +121,15 @@ fn a_removed_agents_user_scope_hook_goes_only_with_consent() {
     repo.ok(&["sync", "--user-scope"]);
     assert!(!config.exists());
 }
+
+#[cfg(unix)]
+#[test]
+fn an_agents_md_leaving_the_repository_does_not_stop_a_claude_only_sync() {
+    let repo = Repo::new();
+    let elsewhere = repo.home.join("shared-agents.md");
+    std::fs::write(&elsewhere, "# shared\n").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, repo.root.join("AGENTS.md")).unwrap();
+    repo.ok(&["init", "--yes", "--agents", "claude"]);
+    repo.ok(&["sync"]);
+    assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "# shared\n");
+}

@@ -96,7 +96,10 @@ pub fn unwanted(ctx: &Context, wanted: &[Target]) -> anyhow::Result<Vec<Target>>
             .any(|a| matches!(a, AgentId::Opencode | AgentId::Kimi))
     };
     if !reads_agents_md(&ctx.config.agents) {
-        let every = instructions::plan(ctx.root, ctx.config.layout, &AgentId::ALL)?;
+        // An AGENTS.md memloop could not plan for (a link leaving the repository, say) is
+        // not memloop's to take back.
+        let every =
+            instructions::plan(ctx.root, ctx.config.layout, &AgentId::ALL).unwrap_or_default();
         targets.extend(
             every
                 .into_iter()
