@@ -8,9 +8,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::secrets::Syntax;
 
 pub const FILE_NAME: &str = "memloop.toml";
 /// The schema version of `memloop.toml` this build writes and reads.
@@ -307,9 +308,8 @@ impl Config {
     pub fn load(root: &Path) -> anyhow::Result<Option<Config>> {
         let path = root.join(FILE_NAME);
         // A FIFO or a device named memloop.toml is refused, never read (it could block forever).
-        let text = match crate::files::read_regular(&path) {
-            Ok(bytes) => String::from_utf8(bytes)
-                .map_err(|_| anyhow::anyhow!("{} is not UTF-8 text", path.display()))?,
+        let bytes = match crate::files::read_regular(&path) {
+            Ok(bytes) => bytes,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(err) => {
                 return Err(
@@ -317,89 +317,146 @@ impl Config {
                 );
             }
         };
+        let display = path.display().to_string();
+        let (text, _) = crate::edit::text::Encoding::decode(&bytes, &display)?;
         Config::parse(&text, &path).map(Some)
     }
 
     /// Parses and validates the text of `memloop.toml`; errors carry `path:line:col`.
     pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
         let config: Config = toml_edit::de::from_str(text).map_err(|err| {
-            let position = err
+            let (line, col) = err
                 .span()
-                .map(|span| crate::position::line_col(text, span.start))
-                .map(|(line, col)| format!(":{line}:{col}"))
-                .unwrap_or_default();
+                .map_or((1, 1), |span| crate::position::line_col(text, span.start));
             anyhow::anyhow!(
-                "{}{position}: {}",
+                "{}:{line}:{col}: {}",
                 path.display(),
                 explain_de_error(err.message())
             )
         })?;
-        config
-            .validate()
-            .with_context(|| format!("{} is not valid", path.display()))?;
+        let source = Source::new(path, text);
+        config.validate(&source)?;
         Ok(config)
     }
 
-    fn validate(&self) -> anyhow::Result<()> {
+    fn validate(&self, src: &Source) -> anyhow::Result<()> {
         if self.version > CONFIG_VERSION {
-            bail!(
-                "version = {} was written by a newer memloop (this one reads version {CONFIG_VERSION}); \
-                 upgrade memloop",
-                self.version
-            );
+            return Err(src.refuse(
+                &[Step::Key("version")],
+                format!(
+                    "version = {} was written by a newer memloop (this one reads version {CONFIG_VERSION})",
+                    self.version
+                ),
+                "upgrade memloop, or write version = 1",
+            ));
         }
         if self.agents.is_empty() {
-            bail!(
-                "agents is empty; name at least one of {}",
-                AgentId::choices()
-            );
+            return Err(src.refuse(
+                &[Step::Key("agents")],
+                "agents is empty",
+                format!("name at least one of {}", AgentId::choices()),
+            ));
         }
         if self.gate.interval == 0 {
-            bail!("gate.interval must be at least 1");
+            return Err(src.refuse(
+                &[Step::Key("gate"), Step::Key("interval")],
+                "gate.interval must be at least 1",
+                "write interval = 1 to check at every stop",
+            ));
         }
-        self.server()?;
+        let server = self.checked_server(src)?;
+        if self.agents.contains(&AgentId::Kimi) {
+            check_kimi(src, &server)?;
+        }
         Ok(())
     }
 
     /// The validated server, with presets and the embedded default applied.
     pub fn server(&self) -> anyhow::Result<Server> {
+        self.checked_server(&Source::unknown())
+    }
+
+    fn checked_server(&self, src: &Source) -> anyhow::Result<Server> {
         let server = &self.server;
+        let at = |key: &'static str| [Step::Key("server"), Step::Key(key)];
         let name = &server.name;
         if name.is_empty()
             || !name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
         {
-            bail!("server.name = {name:?}: use only letters, digits, '-' and '_'");
+            return Err(src.refuse(
+                &at("name"),
+                format!("server.name = {name:?} is not a valid server name"),
+                "use only letters, digits, '-' and '_' (for example name = \"memory\")",
+            ));
         }
-        let chosen = [
-            server.preset.is_some(),
-            server.url.is_some(),
-            server.command.is_some(),
-        ];
-        if chosen.iter().filter(|set| **set).count() > 1 {
-            bail!("server: set only one of preset, url and command");
+        let chosen: Vec<&'static str> = [
+            ("preset", server.preset.is_some()),
+            ("url", server.url.is_some()),
+            ("command", server.command.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(key, set)| set.then_some(key))
+        .collect();
+        if let [first, second, ..] = chosen.as_slice() {
+            return Err(src.refuse(
+                &at(second),
+                format!("server.{second} is set next to server.{first}"),
+                "set only one of preset, url and command",
+            ));
         }
         for (key, value) in &server.headers {
-            check_reference(&format!("server.headers.{key}"), value)?;
+            check_reference(src, "headers", key, value)?;
         }
         for (key, value) in &server.env {
-            check_reference(&format!("server.env.{key}"), value)?;
+            check_reference(src, "env", key, value)?;
+        }
+        if let Some(url) = &server.url {
+            if !(url.starts_with("https://") || url.starts_with("http://")) {
+                return Err(src.refuse(
+                    &at("url"),
+                    format!("server.url = {url:?} is not an http:// or https:// URL"),
+                    "give the URL of the MCP endpoint, for example url = \"https://memory.example.com/mcp\"",
+                ));
+            }
+            if let Some(problem) = crate::secrets::in_url(url, Syntax::Dollar) {
+                return Err(src.refuse(
+                    &at("url"),
+                    format!(
+                        "server.url holds {problem}; secrets must not be committed, and memloop writes this URL into every agent's MCP config"
+                    ),
+                    format!(
+                        "drop it from the URL and send it as a header instead: {HEADER_FIX}; then rotate the credential if it was ever committed"
+                    ),
+                ));
+            }
+        }
+        if let Some(command) = &server.command
+            && let Some(problem) = crate::secrets::in_command(command, Syntax::Dollar)
+        {
+            return Err(src.refuse(
+                &at("command"),
+                format!("server.command holds {problem}; secrets must not be committed"),
+                env_fix("MEMORY_TOKEN"),
+            ));
+        }
+        if let Some((index, problem)) = crate::secrets::in_args(&server.args, Syntax::Dollar) {
+            return Err(src.refuse(
+                &[Step::Key("server"), Step::Key("args"), Step::Index(index)],
+                format!("server.args[{index}] holds {problem}; secrets must not be committed"),
+                env_fix(&variable_for(&server.args, index)),
+            ));
         }
         let transport = match (&server.preset, &server.url, &server.command) {
             (Some(Preset::Convops), _, _) => Transport::Http {
                 url: CONVOPS_URL.to_owned(),
                 headers: server.headers.clone(),
             },
-            (None, Some(url), _) => {
-                if !(url.starts_with("https://") || url.starts_with("http://")) {
-                    bail!("server.url = {url:?}: give an http:// or https:// URL");
-                }
-                Transport::Http {
-                    url: url.clone(),
-                    headers: server.headers.clone(),
-                }
-            }
+            (None, Some(url), _) => Transport::Http {
+                url: url.clone(),
+                headers: server.headers.clone(),
+            },
             (None, None, command) => Transport::Stdio {
                 command: command.clone().unwrap_or_else(|| "memloop".to_owned()),
                 args: if command.is_some() {
@@ -412,10 +469,18 @@ impl Config {
         };
         match &transport {
             Transport::Http { .. } if !server.env.is_empty() => {
-                bail!("server.env applies to a local (command) server; a url server takes headers")
+                return Err(src.refuse(
+                    &at("env"),
+                    "server.env applies to a local (command) server",
+                    "a url server takes headers; remove env or use command",
+                ));
             }
             Transport::Stdio { .. } if !server.headers.is_empty() => {
-                bail!("server.headers applies to a url server; a command server takes env")
+                return Err(src.refuse(
+                    &at("headers"),
+                    "server.headers applies to a url server",
+                    "a command server takes env; remove headers or use url",
+                ));
             }
             _ => {}
         }
@@ -448,7 +513,79 @@ impl Config {
     }
 }
 
-fn check_reference(key: &str, value: &str) -> anyhow::Result<()> {
+/// Kimi Code reads no variables in `mcp.json`: a header or env value it cannot carry is refused
+/// here, where its line is known, rather than while planning.
+fn check_kimi(src: &Source, server: &Server) -> anyhow::Result<()> {
+    let refused = |map: &'static str, name: &str, transport: Transport| {
+        crate::agents::kimi::server_entry(&transport)
+            .err()
+            .map(|err| {
+                src.refuse(
+                    &[Step::Key("server"), Step::Key(map), Step::Key(name)],
+                    err.to_string(),
+                    "fix this line of memloop.toml; memloop writes nothing until then",
+                )
+            })
+    };
+    let first = match &server.transport {
+        Transport::Http { url, headers } => headers.iter().find_map(|(name, value)| {
+            let headers = BTreeMap::from([(name.clone(), value.clone())]);
+            let url = url.clone();
+            refused("headers", name, Transport::Http { url, headers })
+        }),
+        Transport::Stdio { command, args, env } => env.iter().find_map(|(name, value)| {
+            let env = BTreeMap::from([(name.clone(), value.clone())]);
+            let (command, args) = (command.clone(), args.clone());
+            refused("env", name, Transport::Stdio { command, args, env })
+        }),
+    };
+    first.map_or(Ok(()), Err)
+}
+
+/// How each agent gets a header value from the environment, for the refusals' hints.
+const HEADER_FIX: &str = "headers = { Authorization = \"Bearer ${MEMORY_TOKEN}\" } (memloop writes it as ${MEMORY_TOKEN} for Claude Code, {env:MEMORY_TOKEN} for OpenCode and bearerTokenEnvVar = \"MEMORY_TOKEN\" for Kimi Code), and export MEMORY_TOKEN";
+
+/// The hint for a credential on a command line: the server reads it from its environment.
+fn env_fix(variable: &str) -> String {
+    format!(
+        "let the server read it from its environment instead: env = {{ {variable} = \"${{{variable}}}\" }} \
+         (memloop writes ${{{variable}}} for Claude Code and {{env:{variable}}} for OpenCode; Kimi Code passes its own \
+         environment to the server), export {variable}, and drop the value from the command line; then rotate the \
+         credential if it was ever committed"
+    )
+}
+
+/// A variable name for the credential at `args[index]`: its flag's name (`--api-key` gives
+/// `API_KEY`), else `MEMORY_TOKEN`.
+fn variable_for(args: &[String], index: usize) -> String {
+    let flag = args[index]
+        .strip_prefix("--")
+        .and_then(|f| f.split_once('=').map(|(name, _)| name))
+        .or_else(|| args[index].split_once('=').map(|(name, _)| name))
+        .or_else(|| {
+            index
+                .checked_sub(1)
+                .and_then(|i| args[i].strip_prefix("--"))
+        });
+    let name: String = flag
+        .unwrap_or("MEMORY_TOKEN")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if name.is_empty() {
+        "MEMORY_TOKEN".into()
+    } else {
+        name
+    }
+}
+
+fn check_reference(src: &Source, map: &'static str, key: &str, value: &str) -> anyhow::Result<()> {
     let pieces =
         env_pieces(value).filter(|pieces| pieces.iter().any(|p| matches!(p, Piece::Var(_))));
     let ok = pieces.is_some_and(|pieces| {
@@ -457,14 +594,109 @@ fn check_reference(key: &str, value: &str) -> anyhow::Result<()> {
             Piece::Literal(text) => is_harmless_literal(text),
         })
     });
-    if !ok {
-        bail!(
-            "{key} holds a literal value; secrets must not be committed. Reference an environment \
-             variable instead, e.g. {key} = \"Bearer ${{MEMORY_TOKEN}}\", and export MEMORY_TOKEN \
-             in your shell"
-        );
+    if ok {
+        return Ok(());
     }
-    Ok(())
+    let example = if map == "headers" {
+        format!("{key} = \"Bearer ${{MEMORY_TOKEN}}\" and export MEMORY_TOKEN")
+    } else {
+        format!("{key} = \"${{{key}}}\" and export {key}")
+    };
+    Err(src.refuse(
+        &[Step::Key("server"), Step::Key(map), Step::Key(key)],
+        format!("server.{map}.{key} holds a literal value; secrets must not be committed"),
+        format!(
+            "reference an environment variable instead, e.g. {example} (memloop writes ${{VAR}} for Claude Code, \
+             {{env:VAR}} for OpenCode and bearerTokenEnvVar for Kimi Code)"
+        ),
+    ))
+}
+
+/// One step into memloop.toml: a key of a table, or an element of an array.
+#[derive(Debug, Clone, Copy)]
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// The text of memloop.toml with its spans, so every refusal names `file:line:col`.
+struct Source<'a> {
+    path: Option<&'a Path>,
+    text: &'a str,
+    doc: Option<toml_edit::Document<&'a str>>,
+}
+
+impl<'a> Source<'a> {
+    fn new(path: &'a Path, text: &'a str) -> Source<'a> {
+        Source {
+            path: Some(path),
+            text,
+            doc: toml_edit::Document::parse(text).ok(),
+        }
+    }
+
+    /// For checks of a config that was read (and positioned) before.
+    fn unknown() -> Source<'static> {
+        Source {
+            path: None,
+            text: "",
+            doc: None,
+        }
+    }
+
+    /// Where the value at `steps` starts, or the deepest part of it that exists.
+    fn position(&self, steps: &[Step]) -> (usize, usize) {
+        let Some(doc) = &self.doc else {
+            return (1, 1);
+        };
+        let mut item = doc.as_item();
+        let mut start = 0;
+        for step in steps {
+            let (next, span) = match step {
+                Step::Key(key) => {
+                    let Some(next) = item.get(*key) else { break };
+                    let span = next.span().or_else(|| {
+                        item.as_table_like()
+                            .and_then(|table| table.key(key))
+                            .and_then(toml_edit::Key::span)
+                    });
+                    (next, span)
+                }
+                // Array elements are values, never tables: the walk ends at one.
+                Step::Index(index) => {
+                    if let Some(span) = item
+                        .as_array()
+                        .and_then(|array| array.get(*index))
+                        .and_then(toml_edit::Value::span)
+                    {
+                        start = span.start;
+                    }
+                    break;
+                }
+            };
+            if let Some(span) = span {
+                start = span.start;
+            }
+            item = next;
+        }
+        crate::position::line_col(self.text, start)
+    }
+
+    fn refuse(
+        &self,
+        steps: &[Step],
+        problem: impl Into<String>,
+        hint: impl Into<String>,
+    ) -> anyhow::Error {
+        let (problem, hint) = (problem.into(), hint.into());
+        match self.path {
+            Some(path) => {
+                let (line, col) = self.position(steps);
+                anyhow::anyhow!("{}:{line}:{col}: {problem}\n  hint: {hint}", path.display())
+            }
+            None => anyhow::anyhow!("{FILE_NAME}: {problem}\n  hint: {hint}"),
+        }
+    }
 }
 
 /// Rewrites serde's "unknown field `x`, expected one of `a`, `b`" into a hint with the nearest key.
@@ -592,5 +824,126 @@ mod tests {
             json_schema(),
             "run `cargo xtask schema` to refresh assets/memloop.schema.json"
         );
+    }
+
+    /// The `line:col` a refusal of `text` starts with.
+    fn refused_at(text: &str) -> String {
+        let err = format!("{:#}", parse(text).unwrap_err());
+        let rest = err
+            .strip_prefix("memloop.toml:")
+            .unwrap_or_else(|| panic!("no position: {err}"));
+        let mut parts = rest.splitn(3, ':');
+        format!("{}:{}", parts.next().unwrap(), parts.next().unwrap())
+    }
+
+    #[test]
+    fn every_refusal_has_a_position() {
+        for (text, at) in [
+            ("version = 2\n", "1:11"),
+            ("agents = []\n", "1:10"),
+            ("agents = [\"claude\", 3]\n", "1:21"),
+            ("[gate]\ninterval = 0\n", "2:12"),
+            ("gate = 3\n", "1:8"),
+            ("[server]\nname = \"my server\"\n", "2:8"),
+            (
+                "[server]\nurl = \"https://x.test/\"\ncommand = \"srv\"\n",
+                "3:11",
+            ),
+            ("[server]\nurl = \"ftp://x.test/\"\n", "2:7"),
+            (
+                "[server]\nurl = \"https://x.test/\"\nenv = { A = \"${A}\" }\n",
+                "3:7",
+            ),
+            (
+                "[server]\ncommand = \"srv\"\nheaders = { A = \"${A}\" }\n",
+                "3:11",
+            ),
+            (
+                "[server]\nurl = \"https://x.test/\"\n[server.headers]\nAuthorization = \"Bearer abc\"\n",
+                "4:17",
+            ),
+            (
+                "agents = [\"kimi\"]\n[server]\nurl = \"https://x.test/\"\nheaders = { X-Team = \"${TEAM}\" }\n",
+                "4:22",
+            ),
+            (
+                "agents = [\"kimi\"]\n[server]\ncommand = \"srv\"\nenv = { A = \"${B}\" }\n",
+                "4:13",
+            ),
+            (
+                "[server]\ncommand = \"srv\"\nargs = [\"-y\",\n  \"--api-key\", \"sk-live-abcdefghijklmnop\"]\n",
+                "4:16",
+            ),
+            ("[server]\nname = \"a\"\nname = \"b\"\n", "3:1"),
+            ("[server.env]\nA = \"${A}\"\nA = \"${A}\"\n", "3:1"),
+        ] {
+            assert_eq!(refused_at(text), at, "{text}");
+        }
+    }
+
+    #[test]
+    fn credentials_outside_headers_are_refused_with_the_fix() {
+        for (text, needle, fix) in [
+            (
+                "url = \"https://user:sk-live-123@m.test/\"",
+                "password in its user part",
+                "bearerTokenEnvVar",
+            ),
+            (
+                "url = \"https://m.test/mcp?api_key=abc\"",
+                "query (`api_key=`)",
+                "{env:MEMORY_TOKEN}",
+            ),
+            (
+                "url = \"https://m.test/mcp?token=abc&x=1\"",
+                "query (`token=`)",
+                "${MEMORY_TOKEN}",
+            ),
+            (
+                "command = \"srv\"\nargs = [\"--api-key\", \"sk-abc\"]",
+                "after `--api-key`",
+                "env = { API_KEY = \"${API_KEY}\" }",
+            ),
+            (
+                "command = \"srv\"\nargs = [\"--token=abc\"]",
+                "`--token=...`",
+                "{env:TOKEN}",
+            ),
+            (
+                "command = \"env KEY=abc srv\"",
+                "`KEY=...`",
+                "Kimi Code passes its own",
+            ),
+            (
+                "command = \"srv\"\nargs = [\"ghp_abcdefghijklmnop1234\"]",
+                "a literal token",
+                "${MEMORY_TOKEN}",
+            ),
+        ] {
+            let err = format!("{:#}", parse(&format!("[server]\n{text}\n")).unwrap_err());
+            assert!(err.contains(needle), "{text}: {err}");
+            assert!(err.contains(fix), "{text}: {err}");
+            assert!(err.contains("secrets must not be committed"), "{err}");
+        }
+        for fine in [
+            "url = \"https://user:${PASS}@m.test/mcp?key=${KEY}\"",
+            "command = \"srv\"\nargs = [\"--api-key\", \"${API_KEY}\", \"--token=${T}\"]",
+            "command = \"env KEY=${KEY} srv\"",
+            "command = \"npx\"\nargs = [\"-y\", \"@modelcontextprotocol/server-memory\"]",
+        ] {
+            parse(&format!("[server]\n{fine}\n")).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_non_utf8_config_is_refused_with_a_position() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(FILE_NAME),
+            b"agents = [\"claude\"]\n# caf\xe9\n",
+        )
+        .unwrap();
+        let err = Config::load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("memloop.toml:2:6:"), "{err}");
     }
 }

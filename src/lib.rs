@@ -24,6 +24,7 @@ pub mod instructions;
 pub mod position;
 pub mod repo;
 pub mod report;
+pub mod secrets;
 pub mod serve;
 pub mod target;
 pub mod upgrade;

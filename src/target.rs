@@ -89,4 +89,6 @@ pub fn is_hook_group_for(group: &Value, command: &str) -> bool {
 pub struct Wanted {
     pub targets: Vec<Target>,
     pub skipped: Vec<String>,
+    /// Where installing takes memloop's part back (agents memloop.toml no longer names).
+    pub removed: Vec<std::path::PathBuf>,
 }

@@ -3,8 +3,9 @@
 //! `repo/` and optionally `home/`) and `out/` (the expected files afterwards; absent when the
 //! command must leave everything untouched).
 //!
-//! Every successful case also checks two properties: a second `memloop sync` changes nothing,
-//! and `memloop uninstall --yes` gives back the `in/` tree byte for byte.
+//! Every successful case also checks three properties: a second `memloop sync` changes nothing,
+//! `memloop uninstall --yes` gives back the `in/` tree byte for byte, and a second uninstall
+//! changes nothing.
 //!
 //! `MEMLOOP_BLESS=1 cargo test --test cases` rewrites `out/` from the actual result; review the diff.
 
@@ -186,6 +187,34 @@ fn run_case(case: &Path) -> Vec<String> {
         &home_fifos,
         &mut failures,
     );
+
+    // A second uninstall on the same machine finds nothing of memloop's: it changes nothing,
+    // whatever the user's own files hold.
+    let (repo_once, home_once) = (snapshot(&sandbox.repo), snapshot(&sandbox.home));
+    let twice = sandbox.run_with(&["uninstall".into(), "--yes".into()], &spec.env);
+    if !twice.status.success() {
+        failures.push(format!(
+            "second uninstall failed: {}",
+            String::from_utf8_lossy(&twice.stderr)
+        ));
+    }
+    if snapshot(&sandbox.repo) != repo_once {
+        failures.push(format!(
+            "a second uninstall changed the repository:\n{}",
+            describe(&snapshot(&sandbox.repo), &repo_once)
+        ));
+    }
+    let mut home_twice = snapshot(&sandbox.home);
+    let mut home_once = home_once;
+    // memloop's own state may note the second run; the user's files may not change.
+    home_twice.retain(|rel, _| !rel.starts_with(".local"));
+    home_once.retain(|rel, _| !rel.starts_with(".local"));
+    if home_twice != home_once {
+        failures.push(format!(
+            "a second uninstall changed the home folder:\n{}",
+            describe(&home_twice, &home_once)
+        ));
+    }
     failures
 }
 

@@ -140,3 +140,122 @@ fn an_edited_plugin_file_is_left_to_its_owner() {
     );
     assert!(!exists(&repo.root.join("opencode.json")));
 }
+
+impl Repo {
+    /// Another machine, or a fresh clone: nothing recorded about this install.
+    fn forget_install(&self) {
+        std::fs::remove_dir_all(self.home.join("state/memloop/installs")).unwrap();
+    }
+}
+
+#[test]
+fn a_server_replaced_by_force_comes_back_after_later_edits() {
+    let repo = Repo::new();
+    let mine = "{\n  \"mcpServers\": {\n    \"memory\": { \"command\": \"npx\", \"args\": [\"-y\", \"@me/memory\"] }\n  }\n}\n";
+    repo.write(".mcp.json", mine);
+    repo.memloop(&["init", "--yes", "--agents", "claude", "--force"]);
+    assert!(repo.read(".mcp.json").contains("\"memloop\""));
+
+    // Later, the user adds a server next to it: the file is no longer what memloop wrote.
+    let edited = repo.read(".mcp.json").replace(
+        "\"mcpServers\": {\n",
+        "\"mcpServers\": {\n    \"docs\": { \"type\": \"http\", \"url\": \"https://docs.test/mcp\" },\n",
+    );
+    repo.write(".mcp.json", &edited);
+    repo.memloop(&["uninstall", "--yes"]);
+    assert_eq!(
+        repo.read(".mcp.json"),
+        "{\n  \"mcpServers\": {\n    \"docs\": { \"type\": \"http\", \"url\": \"https://docs.test/mcp\" },\n    \"memory\": { \"command\": \"npx\", \"args\": [\"-y\", \"@me/memory\"] }\n  }\n}\n"
+    );
+}
+
+#[test]
+fn a_second_uninstall_keeps_the_users_files_even_when_they_look_like_memloops() {
+    let repo = Repo::new();
+    // Laid out exactly as memloop lays out the files it creates.
+    let kimi = "{\n  \"mcpServers\": {}\n}\n";
+    let settings = "{\n  \"hooks\": {\n    \"Stop\": []\n  }\n}\n";
+    let opencode = "{\n  \"$schema\": \"https://opencode.ai/config.json\",\n  \"mcp\": {}\n}\n";
+    repo.write(".kimi-code/mcp.json", kimi);
+    repo.write(".claude/settings.json", settings);
+    repo.write("opencode.json", opencode);
+    repo.memloop(&["init", "--yes", "--agents", "claude,opencode,kimi"]);
+    for _ in 0..2 {
+        repo.memloop(&["uninstall", "--yes"]);
+        assert_eq!(repo.read(".kimi-code/mcp.json"), kimi);
+        assert_eq!(repo.read(".claude/settings.json"), settings);
+        assert_eq!(repo.read("opencode.json"), opencode);
+    }
+    // Installed again, the second round behaves the same.
+    repo.memloop(&["sync"]);
+    assert!(repo.read(".kimi-code/mcp.json").contains("memloop"));
+    repo.memloop(&["uninstall", "--yes"]);
+    repo.memloop(&["uninstall", "--yes"]);
+    assert_eq!(repo.read(".kimi-code/mcp.json"), kimi);
+}
+
+#[test]
+fn without_state_only_memloops_exact_entries_and_files_go() {
+    let repo = Repo::new();
+    repo.write(
+        ".mcp.json",
+        "{\n  \"mcpServers\": {\n    \"memory\": { \"command\": \"theirs\" }\n  },\n  \"x-mine\": 1\n}\n",
+    );
+    repo.memloop(&["init", "--yes", "--agents", "claude,opencode", "--force"]);
+    repo.forget_install();
+    // The user's server was replaced on a machine that is gone: memloop's entry goes, and the
+    // `mcpServers` it sat in stays (it may have been the user's).
+    repo.memloop(&["uninstall", "--yes"]);
+    assert_eq!(
+        repo.read(".mcp.json"),
+        "{\n  \"mcpServers\": {},\n  \"x-mine\": 1\n}\n"
+    );
+    // Files memloop created from nothing go, and so does the AGENTS.md link to the CLAUDE.md
+    // that went with them.
+    for gone in [
+        "CLAUDE.md",
+        "AGENTS.md",
+        "opencode.json",
+        ".claude/settings.json",
+    ] {
+        assert!(!exists(&repo.root.join(gone)), "{gone} is left");
+    }
+}
+
+#[test]
+fn without_state_an_entry_that_differs_from_memloops_is_the_users() {
+    let repo = Repo::new();
+    repo.memloop(&["init", "--yes", "--agents", "claude"]);
+    repo.forget_install();
+    let theirs = "{\n  \"mcpServers\": {\n    \"memory\": { \"type\": \"stdio\", \"command\": \"theirs\" }\n  }\n}\n";
+    repo.write(".mcp.json", theirs);
+    repo.memloop(&["uninstall", "--yes"]);
+    assert_eq!(repo.read(".mcp.json"), theirs);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_link_that_was_there_stays_while_its_claude_md_stays() {
+    let repo = Repo::new();
+    repo.write("CLAUDE.md", "# Mine\n");
+    std::os::unix::fs::symlink("CLAUDE.md", repo.root.join("AGENTS.md")).unwrap();
+    repo.memloop(&["init", "--yes", "--agents", "claude,opencode"]);
+    repo.memloop(&["uninstall", "--yes"]);
+    assert_eq!(repo.read("CLAUDE.md"), "# Mine\n");
+    assert_eq!(
+        std::fs::read_link(repo.root.join("AGENTS.md")).unwrap(),
+        Path::new("CLAUDE.md")
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_dangling_agents_md_link_goes() {
+    let repo = Repo::new();
+    repo.memloop(&["init", "--yes", "--agents", "claude,opencode"]);
+    // The install is recorded, but CLAUDE.md went (deleted by hand): the link would dangle.
+    std::fs::remove_file(repo.root.join("CLAUDE.md")).unwrap();
+    repo.write("README.md", "x\n");
+    repo.memloop(&["uninstall", "--yes"]);
+    assert!(!exists(&repo.root.join("AGENTS.md")));
+}

@@ -19,7 +19,7 @@ pub use agent::Agent;
 
 use crate::config::AgentId;
 use crate::repo::Context;
-use crate::target::Wanted;
+use crate::target::{Target, Wanted};
 use crate::upgrade::{self, Migration};
 
 /// The agent behind `id`.
@@ -54,7 +54,44 @@ pub fn wanted(ctx: &Context) -> anyhow::Result<Wanted> {
     for agent in enabled(ctx) {
         targets.extend(agent.targets(ctx, &mut skipped)?);
     }
-    Ok(Wanted { targets, skipped })
+    Ok(Wanted {
+        targets,
+        skipped,
+        removed: Vec::new(),
+    })
+}
+
+/// The files of agents memloop.toml no longer names, whose fragments sync takes back: each
+/// removed agent's own files, and the shared `AGENTS.md` when no named agent reads it. Paths
+/// the named agents want are left to them. An agent whose targets cannot be made for this
+/// server (Kimi and a header it cannot carry) cannot hold memloop's entry: it is passed over.
+pub fn unwanted(ctx: &Context, wanted: &[Target]) -> anyhow::Result<Vec<Target>> {
+    let removed: Vec<AgentId> = AgentId::ALL
+        .into_iter()
+        .filter(|agent| !ctx.enabled(*agent))
+        .collect();
+    if removed.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut targets = Vec::new();
+    for agent in &removed {
+        let found = of(*agent).targets(ctx, &mut Vec::new());
+        targets.extend(found.unwrap_or_default());
+    }
+    // Claude Code reads CLAUDE.md; every other agent reads AGENTS.md.
+    if ctx.config.agents.iter().all(|a| *a == AgentId::Claude) {
+        // An AGENTS.md memloop could not plan for (a link leaving the repository, say) is
+        // not memloop's to take back.
+        let every = crate::instructions::plan(ctx.root, ctx.config.layout, &AgentId::ALL)
+            .unwrap_or_default();
+        targets.extend(
+            every
+                .into_iter()
+                .filter(|target| target.display == "AGENTS.md"),
+        );
+    }
+    targets.retain(|target| !wanted.iter().any(|w| w.path == target.path));
+    Ok(targets)
 }
 
 #[cfg(test)]

@@ -22,12 +22,49 @@ pub const EXIT_DRIFT: u8 = 1;
 pub const EXIT_REFUSED: u8 = 2;
 
 impl Repo {
-    /// The changes `mode` would make, or the files it refuses to touch.
+    /// The changes `mode` would make, or the files it refuses to touch. Installing also takes
+    /// back the fragments of agents memloop.toml no longer names (their paths are in
+    /// `Wanted::removed`).
     pub fn plan(&self, mode: Mode, user_scope: bool) -> Result<(Vec<Change>, Wanted), PlanError> {
         let ctx = self.context(user_scope)?;
-        let wanted = agents::wanted(&ctx)?;
+        let mut wanted = agents::wanted(&ctx)?;
         let originals = |path: &Path| self.state.original(path);
-        let changes = engine::plan(&self.root, &wanted.targets, mode, &originals)?;
+        let mut changes = engine::plan(&self.root, &wanted.targets, mode, &originals)?;
+        if mode == Mode::Install {
+            let unwanted = agents::unwanted(&ctx, &wanted.targets)?;
+            let mut removals = engine::plan(&self.root, &unwanted, Mode::Remove, &originals)?;
+            for change in &mut removals {
+                wanted.removed.push(change.write_path.clone());
+                let path = &change.write_path;
+                // Untouched since memloop wrote it: the bytes from before come back.
+                if let Some(original) = self.state.original(path)
+                    && self.state.unchanged_since_write(path, &change.before)
+                {
+                    change.after = original;
+                }
+                // A link this machine did not write may be the user's (other tools read AGENTS.md).
+                if matches!(
+                    change.target.desired,
+                    crate::target::Desired::Symlink { .. }
+                ) && self.state.original(path).is_none()
+                {
+                    change.after = change.before.clone();
+                }
+            }
+            changes.extend(removals);
+            if !ctx.user_scope && !ctx.enabled(crate::config::AgentId::Kimi) {
+                let config = agents::kimi::code_home(&ctx).join("config.toml");
+                let holds_hook = std::fs::read_to_string(&config)
+                    .is_ok_and(|text| text.contains(agents::kimi::HOOK_COMMAND));
+                if holds_hook {
+                    wanted.skipped.push(format!(
+                        "{} still holds memloop's Stop hook for kimi, which memloop.toml no longer names: \
+                         run `memloop sync --user-scope` to remove it",
+                        ctx.display_user_path(&config)
+                    ));
+                }
+            }
+        }
         Ok((changes, wanted))
     }
 }

@@ -64,6 +64,13 @@ pub fn sync(
     let consent_is_new = args.user_scope && !repo.state.user_scope;
     repo.state.user_scope |= args.user_scope;
     apply(&changes, &mut repo.state)?;
+    // What was taken back for an agent memloop.toml no longer names is not memloop's any more.
+    for change in changes
+        .iter()
+        .filter(|c| wanted.removed.contains(&c.write_path))
+    {
+        repo.state.release(&change.write_path, &change.after);
+    }
     // An in-sync repository costs no write (and no fsync) at all.
     if consent_is_new || changes.iter().any(|change| !change.is_noop()) {
         repo.state.save(&repo.root)?;
@@ -99,8 +106,12 @@ pub(crate) fn check_conflicts(repo: &Repo, changes: &[Change]) -> anyhow::Result
                 None => false,
             };
             if !written_by_memloop {
+                let text = Encoding::decode(change.before.text().as_bytes(), "")
+                    .map(|(text, _)| text)
+                    .unwrap_or_default();
+                let (line, col) = crate::edit::json::value_position(&text, path);
                 bail!(
-                    "{}: `{}` already exists and memloop did not write it.\n  yours:    {}\n  memloop's: {}\n\
+                    "{}:{line}:{col}: `{}` already exists and memloop did not write it.\n  yours:    {}\n  memloop's: {}\n\
                      Rename the server in memloop.toml ([server] name), or run again with --force to replace yours",
                     change.target.display,
                     path.join("."),

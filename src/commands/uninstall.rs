@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use super::{Repo, interactive, refused, report};
 use crate::engine::apply::{apply, remove_created_dirs};
-use crate::engine::{Change, Mode, place};
+use crate::engine::{Change, Content, Mode, place};
 use crate::target::{Desired, Scope, Target};
 
 #[derive(Debug, clap::Args)]
@@ -35,22 +35,23 @@ pub fn run(args: UninstallArgs) -> anyhow::Result<ExitCode> {
     };
     changes.extend(forgotten_files(&repo, &changes)?);
     for change in &mut changes {
-        // A link that was already there when memloop installed on this machine is the user's.
-        let recorded = repo.state.original(&change.write_path).is_some();
-        if matches!(change.target.desired, Desired::Symlink { .. })
-            && !recorded
-            && !repo.state.files.is_empty()
-        {
-            change.after = change.before.clone();
-        }
+        let path = &change.write_path;
         // Nothing else touched the file since memloop wrote it: give the original bytes back.
-        if let Some(original) = repo.state.original(&change.write_path)
-            && repo
-                .state
-                .unchanged_since_write(&change.write_path, &change.before)
+        if let Some(original) = repo.state.original(path)
+            && repo.state.unchanged_since_write(path, &change.before)
         {
             change.after = original;
         }
+        // A second uninstall finds what the first one left: nothing of memloop's is there.
+        if repo.state.original(path).is_none()
+            && repo.state.untouched_since_release(path, &change.before)
+        {
+            change.after = change.before.clone();
+        }
+    }
+    keep_links_that_still_point_somewhere(&repo, &mut changes);
+    if let Some(link) = dangling_agents_link(&repo, &changes) {
+        changes.push(link);
     }
     let user_files: Vec<&Change> = changes
         .iter()
@@ -73,7 +74,7 @@ pub fn run(args: UninstallArgs) -> anyhow::Result<ExitCode> {
     }
     apply(&changes, &mut repo.state)?;
     for change in &changes {
-        repo.state.files.remove(&change.write_path);
+        repo.state.release(&change.write_path, &change.after);
     }
     remove_created_dirs(&mut repo.state);
     if kept.is_empty() {
@@ -89,6 +90,85 @@ pub fn run(args: UninstallArgs) -> anyhow::Result<ExitCode> {
     }
     println!("memloop.toml is kept; delete it to forget these settings");
     Ok(ExitCode::SUCCESS)
+}
+
+/// `AGENTS.md -> CLAUDE.md` is exactly what memloop creates, so where this machine knows nothing
+/// of the install it goes, like any file memloop would create from nothing. Where it does know
+/// the install and did not write the link, the link was there before: it stays while
+/// `CLAUDE.md` stays, and goes only when it would dangle.
+fn keep_links_that_still_point_somewhere(repo: &Repo, changes: &mut [Change]) {
+    let knows_install = repo.state.files.keys().any(|path| {
+        path.file_name()
+            .is_none_or(|name| name != crate::config::FILE_NAME)
+    });
+    if !knows_install {
+        return;
+    }
+    let missing_after: Vec<(PathBuf, bool)> = changes
+        .iter()
+        .map(|c| (c.write_path.clone(), c.after == Content::Missing))
+        .collect();
+    for change in changes.iter_mut() {
+        let (Desired::Symlink { .. }, Content::Link { target }) =
+            (&change.target.desired, &change.before)
+        else {
+            continue;
+        };
+        if repo.state.original(&change.write_path).is_some() || change.is_noop() {
+            continue;
+        }
+        let pointed = change
+            .write_path
+            .parent()
+            .map(|dir| dir.join(target))
+            .unwrap_or_default();
+        let pointed = std::fs::canonicalize(&pointed).unwrap_or(pointed);
+        let dangles = match missing_after.iter().find(|(path, _)| {
+            *path == pointed || std::fs::canonicalize(path).is_ok_and(|p| p == pointed)
+        }) {
+            Some((_, gone)) => *gone,
+            None => std::fs::symlink_metadata(&pointed).is_err(),
+        };
+        if !dangles {
+            change.after = change.before.clone();
+        }
+    }
+}
+
+/// `AGENTS.md -> CLAUDE.md` that no planned change covers (memloop.toml names only Claude now)
+/// would dangle once `CLAUDE.md` goes: it goes with it.
+fn dangling_agents_link(repo: &Repo, changes: &[Change]) -> Option<Change> {
+    let path = repo.root.join("AGENTS.md");
+    if changes.iter().any(|c| c.target.path == path) {
+        return None;
+    }
+    let Ok(crate::instructions::Found::Link { target, resolved }) =
+        crate::instructions::inspect(&path)
+    else {
+        return None;
+    };
+    let gone = |p: &std::path::Path| {
+        *p == resolved || std::fs::canonicalize(p).is_ok_and(|real| real == resolved)
+    };
+    let dangles = match changes.iter().find(|c| gone(&c.write_path)) {
+        Some(change) => change.after == Content::Missing,
+        None => std::fs::symlink_metadata(&resolved).is_err(),
+    };
+    (dangles && target == "CLAUDE.md").then(|| Change {
+        target: Target {
+            path: path.clone(),
+            display: "AGENTS.md".into(),
+            scope: Scope::Project,
+            agents: Vec::new(),
+            desired: Desired::Symlink { target },
+            note: None,
+        },
+        write_path: path,
+        before: Content::Link {
+            target: "CLAUDE.md".into(),
+        },
+        after: Content::Missing,
+    })
 }
 
 /// Files memloop wrote that the current memloop.toml no longer names (an agent removed, say).

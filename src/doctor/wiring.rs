@@ -143,100 +143,8 @@ fn newer_writer(d: &mut Doctor) {
     }
 }
 
-/// Header and environment names that carry credentials.
-fn secret_name(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    [
-        "auth",
-        "token",
-        "secret",
-        "password",
-        "passwd",
-        "credential",
-        "cookie",
-        "api-key",
-        "api_key",
-        "apikey",
-        "private",
-    ]
-    .iter()
-    .any(|word| lower.contains(word))
-}
-
-/// Values that are credentials whatever their name.
-fn secret_value(value: &str) -> bool {
-    let v = value.trim();
-    let token = v.rsplit(' ').next().unwrap_or(v);
-    [
-        "sk-",
-        "sk_live_",
-        "ghp_",
-        "gho_",
-        "github_pat_",
-        "glpat-",
-        "xoxb-",
-        "xoxp-",
-        "AKIA",
-        "AIza",
-    ]
-    .iter()
-    .any(|prefix| token.starts_with(prefix) && token.len() >= 16)
-}
-
-/// Whether `value` only references the environment in the file's own syntax.
-fn is_reference(value: &str, syntax: Syntax) -> bool {
-    let stripped = match syntax {
-        Syntax::Dollar => {
-            let Some(pieces) = crate::config::env_pieces(value) else {
-                return false;
-            };
-            if !pieces
-                .iter()
-                .any(|p| matches!(p, crate::config::Piece::Var(_)))
-            {
-                return false;
-            }
-            pieces
-                .iter()
-                .filter_map(|p| match p {
-                    crate::config::Piece::Literal(text) => Some(*text),
-                    crate::config::Piece::Var(_) => None,
-                })
-                .collect::<String>()
-        }
-        Syntax::Braces => {
-            let mut rest = value.to_owned();
-            let mut any = false;
-            for prefix in ["{env:", "{file:"] {
-                while let Some(start) = rest.find(prefix) {
-                    let Some(end) = rest[start..].find('}') else {
-                        return false;
-                    };
-                    rest.replace_range(start..start + end + 1, "");
-                    any = true;
-                }
-            }
-            if !any {
-                return false;
-            }
-            rest
-        }
-        Syntax::Literal => return false,
-    };
-    let word = stripped.trim();
-    word.is_empty() || ["bearer", "basic", "token"].contains(&word.to_ascii_lowercase().as_str())
-}
-
-/// How a file references the environment.
-#[derive(Clone, Copy)]
-pub enum Syntax {
-    /// `${VAR}` (Claude Code).
-    Dollar,
-    /// `{env:VAR}` and `{file:path}` (OpenCode).
-    Braces,
-    /// No references at all: a value is always literal (Kimi's headers).
-    Literal,
-}
+pub use crate::secrets::Syntax;
+use crate::secrets::{in_args, in_command, in_url, is_reference, is_secret_name, looks_like_token};
 
 /// A literal credential in a committed MCP config is an error: it lands in git history.
 /// `files`: the committed MCP configs of the enabled agents (`agents::Agent::mcp_files`).
@@ -305,7 +213,7 @@ fn scan_file(d: &mut Doctor, spec: &McpFile, file: &JsonFile) {
                 if value.is_empty() || is_reference(value, syntax) {
                     continue;
                 }
-                if !(secret_name(key) || secret_value(value)) {
+                if !(is_secret_name(key) || looks_like_token(value)) {
                     continue;
                 }
                 found += 1;
@@ -314,8 +222,8 @@ fn scan_file(d: &mut Doctor, spec: &McpFile, file: &JsonFile) {
                 steps.push(Step::Key(key));
                 let how = match syntax {
                     Syntax::Dollar => format!("write \"{key}\": \"Bearer ${{TOKEN_VAR}}\" and export TOKEN_VAR"),
-                    Syntax::Braces => format!("write \"{key}\": \"Bearer {{env:TOKEN_VAR}}\" and export TOKEN_VAR"),
-                    Syntax::Literal => "remove it; use \"bearerTokenEnvVar\": \"TOKEN_VAR\" (Kimi reads no variables in headers) or let the server inherit the variable".into(),
+                    Syntax::Opencode => format!("write \"{key}\": \"Bearer {{env:TOKEN_VAR}}\" and export TOKEN_VAR"),
+                    Syntax::Kimi => "remove it; use \"bearerTokenEnvVar\": \"TOKEN_VAR\" (Kimi reads no variables in headers) or let the server inherit the variable".into(),
                 };
                 d.push(
                     Finding::error(
@@ -333,25 +241,101 @@ fn scan_file(d: &mut Doctor, spec: &McpFile, file: &JsonFile) {
                 );
             }
         }
-        if let Some(url) = entry.get("url").and_then(Value::as_str)
-            && let Some(query) = url.split_once('?').map(|(_, q)| q)
-            && query.split('&').any(|pair| {
-                pair.split_once('=').is_some_and(|(k, v)| {
-                    secret_name(k) && !v.is_empty() && !is_reference(v, syntax)
-                })
-            })
-        {
+        for (steps_tail, problem) in command_line_leaks(entry, syntax) {
             found += 1;
             let mut steps: Vec<Step> = path.iter().map(|k| Step::Key(k)).collect();
-            steps.push(Step::Key("url"));
+            steps.extend(steps_tail.iter().copied());
+            let what = steps_tail
+                .iter()
+                .map(|step| match step {
+                    Step::Key(key) => format!(".{key}"),
+                    Step::Index(index) => format!("[{index}]"),
+                })
+                .collect::<String>();
+            let fix = match (syntax, steps_tail.first()) {
+                (_, Some(Step::Key("url"))) => match syntax {
+                    Syntax::Dollar => {
+                        "drop it from the URL and send it as a header: \"headers\": { \"Authorization\": \"Bearer ${TOKEN_VAR}\" }, and export TOKEN_VAR"
+                    }
+                    Syntax::Opencode => {
+                        "drop it from the URL and send it as a header: \"headers\": { \"Authorization\": \"Bearer {env:TOKEN_VAR}\" }, and export TOKEN_VAR"
+                    }
+                    Syntax::Kimi => {
+                        "drop it from the URL and use \"bearerTokenEnvVar\": \"TOKEN_VAR\" (Kimi reads no variables in mcp.json), and export TOKEN_VAR"
+                    }
+                },
+                (Syntax::Dollar, _) => {
+                    "let the server read it from its environment: \"env\": { \"TOKEN_VAR\": \"${TOKEN_VAR}\" }, or write the argument as ${TOKEN_VAR}; export TOKEN_VAR"
+                }
+                (Syntax::Opencode, _) => {
+                    "let the server read it from its environment: \"environment\": { \"TOKEN_VAR\": \"{env:TOKEN_VAR}\" }, or write the argument as {env:TOKEN_VAR}; export TOKEN_VAR"
+                }
+                (Syntax::Kimi, _) => {
+                    "remove it from the command line: Kimi Code passes its own environment to the server, so export the variable the server reads"
+                }
+            };
             d.push(
-                Finding::error(agent, "secrets", format!("{}.url carries a literal credential in its query", path.join(".")))
-                    .at(&file.display, file.line(&steps))
-                    .fix("move the credential into a header that references an environment variable; then rotate it"),
+                Finding::error(
+                    agent,
+                    "secrets",
+                    format!(
+                        "{}{what} holds {problem} in a committed file",
+                        path.join(".")
+                    ),
+                )
+                .at(&file.display, file.line(&steps))
+                .fix(format!(
+                    "{fix}; then rotate the credential, it is in git history"
+                )),
             );
         }
     }
     if found == 0 {
         d.push(Finding::ok(agent, "secrets", "no literal credentials").file(&file.display));
     }
+}
+
+/// Credentials on a server's command line or in its URL: `url`, `command` (a string, or
+/// OpenCode's argv array) and `args`, with the step to each.
+fn command_line_leaks(
+    entry: &serde_json::Map<String, Value>,
+    syntax: Syntax,
+) -> Vec<(Vec<Step<'static>>, String)> {
+    let mut out = Vec::new();
+    if let Some(problem) = entry
+        .get("url")
+        .and_then(Value::as_str)
+        .and_then(|url| in_url(url, syntax))
+    {
+        out.push((vec![Step::Key("url")], problem));
+    }
+    let strings = |value: &Value| -> Option<Vec<String>> {
+        value.as_array().map(|items| {
+            items
+                .iter()
+                .map(|item| item.as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+    };
+    match entry.get("command") {
+        Some(Value::String(command)) => {
+            if let Some(problem) = in_command(command, syntax) {
+                out.push((vec![Step::Key("command")], problem));
+            }
+        }
+        Some(argv @ Value::Array(_)) => {
+            if let Some((index, problem)) = strings(argv).and_then(|argv| in_args(&argv, syntax)) {
+                out.push((vec![Step::Key("command"), Step::Index(index)], problem));
+            }
+        }
+        _ => {}
+    }
+    if let Some((index, problem)) = entry
+        .get("args")
+        .and_then(strings)
+        .and_then(|args| in_args(&args, syntax))
+    {
+        out.push((vec![Step::Key("args"), Step::Index(index)], problem));
+    }
+    out
 }

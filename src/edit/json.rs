@@ -2,11 +2,16 @@
 //! key order, indentation and trailing commas survive. serde_json only builds the values that
 //! are inserted and reads values back; it never writes a user's file.
 
+use std::collections::HashMap;
+
 use jsonc_parser::ParseOptions;
+use jsonc_parser::ast::{ObjectPropName, Value as Ast};
+use jsonc_parser::common::Ranged;
 use jsonc_parser::cst::{CstArray, CstInputValue, CstNode, CstObject, CstRootNode};
 use serde_json::Value;
 
 use super::Refusal;
+use crate::position::line_col;
 
 /// Which syntax the agent that reads the file accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +46,8 @@ impl Dialect {
 pub struct JsonDoc {
     root: CstRootNode,
     display: String,
+    /// The text as parsed, for the positions of refusals about it.
+    source: String,
 }
 
 impl JsonDoc {
@@ -63,23 +70,27 @@ impl JsonDoc {
             )
         };
         // The CST keeps comments whatever the options say, so strictness is checked on the AST.
-        if dialect == Dialect::Strict {
-            jsonc_parser::parse_to_ast(source, &Default::default(), &dialect.options())
-                .map_err(refuse)?;
+        let ast = jsonc_parser::parse_to_ast(source, &Default::default(), &dialect.options())
+            .map_err(refuse)?;
+        if let Some(value) = &ast.value {
+            refuse_duplicate_keys(source, value, display)?;
+            if !matches!(value, Ast::Object(_)) {
+                let (line, col) = line_col(source, value.start());
+                return Err(Refusal::at(
+                    display,
+                    line,
+                    col,
+                    "the top level is not a JSON object",
+                    "make it an object ({ ... }), then run memloop again",
+                ));
+            }
         }
         let root = CstRootNode::parse(source, &dialect.options()).map_err(refuse)?;
-        let doc = JsonDoc {
+        Ok(JsonDoc {
             root,
             display: display.to_owned(),
-        };
-        if doc.root.value().is_some() && doc.root.object_value().is_none() {
-            return Err(Refusal::whole(
-                display,
-                "the top level is not a JSON object",
-                "make it an object ({ ... })",
-            ));
-        }
-        Ok(doc)
+            source: source.to_owned(),
+        })
     }
 
     pub fn to_text(&self) -> String {
@@ -133,8 +144,11 @@ impl JsonDoc {
     }
 
     fn not_a(&self, path: &[String], expected: &str) -> Refusal {
-        Refusal::whole(
+        let (line, col) = value_position(&self.source, path);
+        Refusal::at(
             &self.display,
+            line,
+            col,
             format!("`{}` is not {expected}", path.join(".")),
             "memloop only adds to it; fix its type by hand, then run memloop again",
         )
@@ -260,6 +274,101 @@ impl JsonDoc {
     }
 }
 
+/// Agents read the last of two equal keys, memloop's editor the first: a file with one is
+/// refused at the second, at any depth.
+fn refuse_duplicate_keys(text: &str, root: &Ast, display: &str) -> Result<(), Refusal> {
+    // An explicit stack: a deeply nested file must not exhaust the call stack.
+    let mut pending = vec![root];
+    while let Some(value) = pending.pop() {
+        match value {
+            Ast::Object(object) => {
+                let mut seen: HashMap<&str, usize> = HashMap::new();
+                for prop in &object.properties {
+                    let key = prop.name.as_str();
+                    if let Some(first) = seen.insert(key, prop.start()) {
+                        let (line, col) = line_col(text, prop.start());
+                        let (first_line, _) = line_col(text, first);
+                        return Err(Refusal::at(
+                            display,
+                            line,
+                            col,
+                            format!(
+                                "the key {key:?} is defined twice in the same object (first at line {first_line}); agents read only the last one"
+                            ),
+                            format!(
+                                "merge the two {key:?} entries into one, then run memloop again"
+                            ),
+                        ));
+                    }
+                    pending.push(&prop.value);
+                }
+            }
+            Ast::Array(array) => pending.extend(array.elements.iter()),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// `current` with the value at `path` replaced by the bytes of the value at `path` in
+/// `original`: a member comes back exactly as the user wrote it. `None` when either is missing.
+pub fn splice_member(current: &str, original: &str, path: &[String]) -> Option<String> {
+    let here = value_range(current, path)?;
+    let there = value_range(original, path)?;
+    let mut out = String::with_capacity(current.len() + there.len());
+    out.push_str(&current[..here.start]);
+    out.push_str(&original[there]);
+    out.push_str(&current[here.end..]);
+    Some(out)
+}
+
+/// The byte range of the value at `path` (object keys), if every step exists.
+fn value_range(text: &str, path: &[String]) -> Option<std::ops::Range<usize>> {
+    let options = Dialect::Jsonc.options();
+    let parsed = jsonc_parser::parse_to_ast(text, &Default::default(), &options).ok()?;
+    let mut node = parsed.value.as_ref()?;
+    for key in path {
+        let Ast::Object(object) = node else {
+            return None;
+        };
+        node = &object
+            .properties
+            .iter()
+            .find(|prop| prop_name(&prop.name) == key)?
+            .value;
+    }
+    Some(node.start()..node.end())
+}
+
+/// Where the value at `path` starts in `text`, or the deepest parent of it that exists.
+pub fn value_position(text: &str, path: &[String]) -> (usize, usize) {
+    let options = ParseOptions::default();
+    let Ok(parsed) = jsonc_parser::parse_to_ast(text, &Default::default(), &options) else {
+        return (1, 1);
+    };
+    let Some(mut node) = parsed.value.as_ref() else {
+        return (1, 1);
+    };
+    let mut start = node.start();
+    for key in path {
+        let Ast::Object(object) = node else { break };
+        let Some(prop) = object
+            .properties
+            .iter()
+            .find(|prop| prop_name(&prop.name) == key)
+        else {
+            break;
+        };
+        start = prop.value.start();
+        node = &prop.value;
+    }
+    line_col(text, start)
+}
+
+fn prop_name<'a>(name: &'a ObjectPropName<'a>) -> &'a str {
+    name.as_str()
+}
+
 fn element_value(node: &CstNode) -> Option<Value> {
     node.to_serde_value()
 }
@@ -363,5 +472,61 @@ mod tests {
             doc.to_text(),
             "{\n  \"$schema\": \"s\",\n  \"model\": \"x\"\n}\n"
         );
+    }
+
+    #[test]
+    fn duplicate_keys_are_refused_at_the_second_at_any_depth() {
+        for (text, at) in [
+            (
+                "{\n  \"mcpServers\": {},\n  \"mcpServers\": {}\n}\n",
+                "f:3:3:",
+            ),
+            ("{\"a\": {\"b\": [ {\"c\": 1, \"c\": 2} ]}}", "f:1:24:"),
+            ("{\"a\": 1, \"\\u0061\": 2}", "f:1:10:"),
+        ] {
+            for dialect in [Dialect::Strict, Dialect::Jsonc] {
+                let err = JsonDoc::parse(text, dialect, "f").unwrap_err();
+                assert!(err.to_string().starts_with(at), "{text}: {err}");
+                assert!(err.problem.contains("defined twice"), "{err}");
+            }
+        }
+        // The same key in sibling objects is fine.
+        JsonDoc::parse(
+            "{\"a\": {\"k\": 1}, \"b\": {\"k\": 1}}",
+            Dialect::Strict,
+            "f",
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn splice_member_gives_back_the_original_bytes() {
+        let original = "{\n  \"mcpServers\": {\n    \"memory\": { \"command\": \"npx\" }\n  }\n}\n";
+        let current = "{\n  \"a\": 1,\n  \"mcpServers\": {\n    \"memory\": {\n      \"type\": \"stdio\"\n    }\n  }\n}\n";
+        assert_eq!(
+            splice_member(current, original, &path(&["mcpServers", "memory"])).unwrap(),
+            "{\n  \"a\": 1,\n  \"mcpServers\": {\n    \"memory\": { \"command\": \"npx\" }\n  }\n}\n"
+        );
+        assert!(splice_member(current, original, &path(&["mcpServers", "x"])).is_none());
+    }
+
+    #[test]
+    fn a_top_level_that_is_not_an_object_has_a_position() {
+        let err = JsonDoc::parse("\n  [1, 2]\n", Dialect::Strict, "f").unwrap_err();
+        assert!(err.to_string().starts_with("f:2:3: the top level"), "{err}");
+    }
+
+    #[test]
+    fn a_wrong_type_on_the_path_has_the_position_of_the_value() {
+        let mut doc = JsonDoc::parse(
+            "{\n  \"hooks\": {\n    \"Stop\": {}\n  }\n}\n",
+            Dialect::Strict,
+            "s",
+        )
+        .unwrap();
+        let err = doc
+            .upsert_item(&path(&["hooks", "Stop"]), &json!({}), &|_| true)
+            .unwrap_err();
+        assert!(err.to_string().starts_with("s:3:13:"), "{err}");
     }
 }

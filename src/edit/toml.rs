@@ -39,6 +39,8 @@ impl EntryValue {
 pub struct TomlDoc {
     doc: DocumentMut,
     display: String,
+    /// The text as parsed, for the positions of refusals about it.
+    source: String,
 }
 
 impl TomlDoc {
@@ -56,6 +58,7 @@ impl TomlDoc {
         Ok(TomlDoc {
             doc,
             display: display.to_owned(),
+            source: text.to_owned(),
         })
     }
 
@@ -126,14 +129,32 @@ impl TomlDoc {
                 }
             }
             Some(_) => {
-                return Err(Refusal::whole(
+                let (line, col) = self.key_position(key);
+                return Err(Refusal::at(
                     &self.display,
+                    line,
+                    col,
                     format!("`{key}` is neither a [[{key}]] table list nor an array"),
-                    "fix its type by hand, then run memloop again",
+                    format!("write each entry as its own [[{key}]] table, then run memloop again"),
                 ));
             }
         }
         Ok(())
+    }
+
+    /// Where the top-level `key` is defined in the text as parsed.
+    fn key_position(&self, key: &str) -> (usize, usize) {
+        let start = toml_edit::Document::parse(self.source.as_str())
+            .ok()
+            .and_then(|doc| {
+                let table = doc.as_table();
+                table
+                    .key(key)
+                    .and_then(toml_edit::Key::span)
+                    .or_else(|| table.get(key).and_then(Item::span))
+            })
+            .map_or(0, |span| span.start);
+        crate::position::line_col(&self.source, start)
     }
 
     /// Removes every entry with `entry`'s identity; drops the key when it is left empty and
@@ -287,5 +308,39 @@ mod tests {
         let err =
             TomlDoc::parse("hooks = []\n[[hooks]]\nevent = \"Stop\"\n", "config.toml").unwrap_err();
         assert!(err.to_string().starts_with("config.toml:2:"), "{err}");
+    }
+
+    #[test]
+    fn duplicate_keys_are_refused_at_the_second_at_any_depth() {
+        for (text, at) in [
+            ("model = \"a\"\nmodel = \"b\"\n", "c.toml:2:1:"),
+            (
+                "[[hooks]]\nevent = \"Stop\"\ncommand = \"x\"\nevent = \"Stop\"\n",
+                "c.toml:4:1:",
+            ),
+            ("[mcp]\nx = { a = 1, a = 2 }\n", "c.toml:2:14:"),
+            ("[t]\na = 1\n[t]\nb = 2\n", "c.toml:3:"),
+            ("a.b = 1\na.b = 2\n", "c.toml:2:"),
+        ] {
+            let err = TomlDoc::parse(text, "c.toml").unwrap_err();
+            assert!(err.to_string().starts_with(at), "{text:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn hooks_of_another_type_are_refused_with_a_position() {
+        for (text, at) in [
+            (
+                "model = \"m\"\n\n[hooks]\nevent = \"Stop\"\n",
+                "config.toml:3:2:",
+            ),
+            ("hooks = \"x\"\n", "config.toml:1:1:"),
+            ("hooks = { event = \"Stop\" }\n", "config.toml:1:1:"),
+        ] {
+            let mut doc = TomlDoc::parse(text, "config.toml").unwrap();
+            let err = doc.upsert_entry("hooks", &stop_hook()).unwrap_err();
+            assert!(err.to_string().starts_with(at), "{text:?}: {err}");
+            assert_eq!(doc.to_text(), text);
+        }
     }
 }

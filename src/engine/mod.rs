@@ -162,19 +162,24 @@ fn plan_one(
         (Desired::Fragments { format, fragments }, mode) => {
             let raw = before.text();
             let (text, encoding) = Encoding::decode(raw.as_bytes(), display)?;
-            let original_value = original.as_ref().map(|o| original_view(o, *format));
+            let original_view = original.as_ref().map(|o| original_view(o, *format));
             let edited = edit(
                 &text,
                 *format,
                 fragments,
                 mode,
                 display,
-                original_value.as_ref(),
+                original_view.as_ref(),
             )?;
             validate(&edited, *format, display)?;
-            let created_by_memloop = matches!(original, Some(Content::Missing) | None);
-            let gone =
-                before == Content::Missing || (created_by_memloop && is_empty(&edited, *format));
+            let gone = before == Content::Missing
+                || match &original {
+                    Some(Content::Missing) => is_empty(&edited, *format),
+                    Some(_) => false,
+                    // Nothing known (another machine, a second uninstall): the file goes only
+                    // when it is byte for byte what memloop creates from nothing.
+                    None => is_created_from_nothing(&text, *format, fragments),
+                };
             if mode == Mode::Remove && gone {
                 Content::Missing
             } else {
@@ -293,7 +298,8 @@ fn settled(
 
 /// What the file looked like before memloop, parsed, to decide which parents memloop created.
 enum OriginalView {
-    Json(Option<Value>),
+    /// The parsed value and the text it came from (to give a replaced member its bytes back).
+    Json(Option<(Value, String)>),
     Toml(Option<TomlDoc>),
     Other,
 }
@@ -309,7 +315,7 @@ fn original_view(original: &Content, format: Format) -> OriginalView {
         Format::Json(dialect) => OriginalView::Json(
             JsonDoc::parse(&text, dialect, "")
                 .ok()
-                .map(|doc| doc.value()),
+                .map(|doc| (doc.value(), text.clone())),
         ),
         Format::Toml => OriginalView::Toml(TomlDoc::parse(&text, "").ok()),
         Format::Markdown => OriginalView::Other,
@@ -328,30 +334,42 @@ fn edit(
         Format::Json(dialect) => {
             let base = if text.trim().is_empty() { "{}\n" } else { text };
             let mut doc = JsonDoc::parse(base, dialect, display)?;
-            let original_json = match original {
-                Some(OriginalView::Json(value)) => {
-                    Some(value.clone().unwrap_or(Value::Object(Default::default())))
-                }
-                _ => None,
+            // `None`: nothing is known about the file before memloop (another machine, or a
+            // second uninstall), so nothing but memloop's own members is provably memloop's.
+            let original_json: Option<(Value, &str)> = match original {
+                Some(OriginalView::Json(Some((value, text)))) => Some((value.clone(), text)),
+                Some(_) => Some((Value::Object(Default::default()), "{}")),
+                None => None,
             };
-            // A parent may go when it is empty and did not exist before memloop (or nothing is known).
-            let prune = |path: &[String]| {
-                original_json
-                    .as_ref()
-                    .is_none_or(|value| path.iter().try_fold(value, |v, key| v.get(key)).is_none())
-            };
+            let original_value = original_json.as_ref().map(|(value, _)| value);
+            // A parent may go when it is empty and did not exist before memloop.
+            let prune =
+                |path: &[String]| original_value.is_some_and(|value| lookup(value, path).is_none());
+            let mut restore: Vec<&[String]> = Vec::new();
             for fragment in fragments {
                 match (fragment, mode) {
                     (Fragment::JsonMember { path, value }, Mode::Install) => {
                         doc.set(path, value)?
                     }
-                    (Fragment::JsonMember { path, .. }, Mode::Remove) => doc.remove(path, &prune),
+                    (Fragment::JsonMember { path, value }, Mode::Remove) => {
+                        let ours = doc.get(path).as_ref() == Some(value);
+                        match original_value.map(|original| lookup(original, path)) {
+                            // `sync --force` replaced the user's entry: it comes back, unless
+                            // the user changed it since.
+                            Some(Some(_)) if ours => restore.push(path),
+                            Some(Some(_)) => {}
+                            Some(None) => doc.remove(path, &prune),
+                            // Unknown history: only memloop's exact entry is provably its own.
+                            None if ours => doc.remove(path, &prune),
+                            None => {}
+                        }
+                    }
                     (Fragment::JsonFirstMember { key, value }, Mode::Install) => {
                         doc.ensure_first(key, value)
                     }
                     (Fragment::JsonFirstMember { key, .. }, Mode::Remove) => {
                         // Only taken back when memloop is known to have added it.
-                        if original_json.as_ref().is_some_and(|v| v.get(key).is_none()) {
+                        if original_value.is_some_and(|v| v.get(key).is_none()) {
                             doc.remove(std::slice::from_ref(key), &|_| false);
                         }
                     }
@@ -371,7 +389,13 @@ fn edit(
                     _ => unreachable!("a JSON file holds JSON fragments"),
                 }
             }
-            let out = doc.to_text();
+            let mut out = doc.to_text();
+            if let Some((_, original_text)) = original_json {
+                for path in restore {
+                    out =
+                        crate::edit::json::splice_member(&out, original_text, path).unwrap_or(out);
+                }
+            }
             // An untouched empty file stays empty rather than becoming `{}`.
             Ok(if text.trim().is_empty() && mode == Mode::Remove {
                 text.to_owned()
@@ -388,11 +412,13 @@ fn edit(
                 match mode {
                     Mode::Install => doc.upsert_entry(key, entry)?,
                     Mode::Remove => {
-                        let existed = match original {
-                            Some(OriginalView::Toml(Some(original))) => original.has_key(key),
-                            _ => false,
+                        // An emptied `hooks` goes only when memloop is known to have added it.
+                        let drop_empty = match original {
+                            Some(OriginalView::Toml(Some(original))) => !original.has_key(key),
+                            Some(_) => true,
+                            None => false,
                         };
-                        doc.remove_entry(key, entry, !existed)
+                        doc.remove_entry(key, entry, drop_empty)
                     }
                 }
             }
@@ -426,6 +452,25 @@ fn validate(text: &str, format: Format, display: &str) -> Result<(), Refusal> {
         hint: "please report this as a memloop bug, with the file".into(),
         ..refusal
     })
+}
+
+fn lookup<'v>(value: &'v Value, path: &[String]) -> Option<&'v Value> {
+    path.iter().try_fold(value, |v, key| v.get(key))
+}
+
+/// Whether `text` is exactly the file memloop writes where there was none: such a file held
+/// nothing but memloop's. The bytes decide, not the value: the user's own `{"mcpServers": {}}`
+/// that memloop added to reads differently from the file memloop creates.
+fn is_created_from_nothing(text: &str, format: Format, fragments: &[Fragment]) -> bool {
+    edit(
+        "",
+        format,
+        fragments,
+        Mode::Install,
+        "",
+        Some(&OriginalView::Other),
+    )
+    .is_ok_and(|created| created == text)
 }
 
 fn is_empty(text: &str, format: Format) -> bool {

@@ -24,6 +24,10 @@ pub struct InstallState {
     /// Folders memloop created (removed again by uninstall when empty), deepest last.
     #[serde(default)]
     pub created_dirs: Vec<PathBuf>,
+    /// What uninstall left at each path it changed (a fingerprint): a second uninstall finds
+    /// the same and leaves it alone, whatever the user's own files hold.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub released: BTreeMap<PathBuf, String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -78,6 +82,7 @@ impl InstallState {
 
     /// Notes a write: the first one keeps the original, every one updates the fingerprint.
     pub fn record(&mut self, path: &Path, before: &Content, after: &Content) {
+        self.released.remove(path);
         let written = after.fingerprint();
         self.files
             .entry(path.to_path_buf())
@@ -86,6 +91,19 @@ impl InstallState {
                 original: before.clone(),
                 written,
             });
+    }
+
+    /// Notes what uninstall left at `path`: nothing of memloop's is there any more.
+    pub fn release(&mut self, path: &Path, left: &Content) {
+        self.files.remove(path);
+        self.released.insert(path.to_path_buf(), left.fingerprint());
+    }
+
+    /// Whether `path` still holds what the last uninstall left there.
+    pub fn untouched_since_release(&self, path: &Path, current: &Content) -> bool {
+        self.released
+            .get(path)
+            .is_some_and(|left| *left == current.fingerprint())
     }
 
     /// Whether the file still holds exactly what memloop last wrote.

@@ -44,7 +44,7 @@ impl super::agent::Agent for Opencode {
         const FILE: McpFile = McpFile {
             agent: AgentId::Opencode,
             name: "opencode.json",
-            syntax: Syntax::Braces,
+            syntax: Syntax::Opencode,
             dialect: Dialect::Jsonc,
             servers: "mcp",
             maps: &["headers", "environment"],

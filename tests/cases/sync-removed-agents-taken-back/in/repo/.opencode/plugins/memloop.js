@@ -1,0 +1,127 @@
+// memloop opencode plugin v1
+// Written by memloop; `memloop sync` replaces it, `memloop uninstall` removes it.
+//
+// The memory gate for OpenCode, which has no Stop hook. Every tool call is recorded with
+// `memloop hook record --agent opencode`; when a session goes idle, `memloop hook stop --agent
+// opencode` decides. Exit 2 means the agent edited files and stored nothing (or skipped the
+// lookup): its stderr is sent back to the session as a new prompt. Anything else lets it rest.
+//
+// memloop is found as $MEMLOOP_BIN, else as `memloop` on PATH. Nothing here may break a
+// session: every failure is swallowed and the session simply stops ungated.
+// One-shot `opencode run` exits at the first idle, before a send-back can run; the gate acts in
+// the TUI and under `opencode serve`.
+
+import { spawn } from "node:child_process";
+
+// OpenCode fires session.idle again after every send-back; this caps the loop like Claude
+// Code's own block cap does.
+const MAX_SEND_BACKS = 3;
+const TIMEOUT_MS = 10000;
+const MAX_STDERR = 64 * 1024;
+
+function runMemloop(args, payload, cwd) {
+  return new Promise((resolve) => {
+    let child;
+    try {
+      child = spawn(process.env.MEMLOOP_BIN || "memloop", args, {
+        cwd,
+        stdio: ["pipe", "ignore", "pipe"],
+      });
+    } catch (err) {
+      resolve({ code: null, stderr: String(err) });
+      return;
+    }
+    let stderr = "";
+    const timer = setTimeout(() => {
+      try {
+        child.kill("SIGKILL");
+      } catch {}
+    }, TIMEOUT_MS);
+    child.stderr.on("data", (chunk) => {
+      if (stderr.length < MAX_STDERR) stderr += chunk;
+    });
+    child.on("error", (err) => {
+      clearTimeout(timer);
+      resolve({ code: null, stderr: String(err) });
+    });
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr });
+    });
+    child.stdin.on("error", () => {});
+    child.stdin.end(JSON.stringify(payload));
+  });
+}
+
+export const MemloopGate = async ({ client, directory }) => {
+  const sessions = new Map();
+  const sessionOf = (id) => {
+    let state = sessions.get(id);
+    if (!state) {
+      // pending: records still running, so a stop never judges before its calls are written.
+      state = { pending: Promise.resolve(), assistant: new Set(), sendBacks: 0, checking: false };
+      sessions.set(id, state);
+    }
+    return state;
+  };
+
+  const onIdle = async (id) => {
+    const state = sessionOf(id);
+    if (state.checking) return;
+    state.checking = true;
+    try {
+      await state.pending;
+      const result = await runMemloop(
+        ["hook", "stop", "--agent", "opencode"],
+        { session_id: id, cwd: directory, assistant_messages: state.assistant.size },
+        directory,
+      );
+      if (result.code !== 2) {
+        state.sendBacks = 0;
+        return;
+      }
+      if (state.sendBacks >= MAX_SEND_BACKS) {
+        state.sendBacks = 0;
+        return;
+      }
+      state.sendBacks += 1;
+      const text = result.stderr.trim() || "KNOWLEDGE CHECK: store what you learned. This is mandatory.";
+      // Not awaited: the prompt runs a whole new turn, and the event handler must return.
+      Promise.resolve()
+        .then(() => client.session.prompt({ path: { id }, body: { parts: [{ type: "text", text }] } }))
+        .catch(() => {});
+    } finally {
+      state.checking = false;
+    }
+  };
+
+  return {
+    "tool.execute.after": async (input) => {
+      try {
+        if (!input || typeof input.sessionID !== "string" || typeof input.tool !== "string") return;
+        const state = sessionOf(input.sessionID);
+        const payload = { tool: input.tool, sessionID: input.sessionID, callID: input.callID };
+        state.pending = state.pending
+          .then(() => runMemloop(["hook", "record", "--agent", "opencode"], payload, directory))
+          .catch(() => {});
+      } catch {}
+    },
+    event: async ({ event }) => {
+      try {
+        if (!event || !event.properties) return;
+        if (event.type === "message.updated") {
+          const info = event.properties.info;
+          if (info && info.role === "assistant" && typeof info.sessionID === "string" && info.id) {
+            sessionOf(info.sessionID).assistant.add(info.id);
+          }
+        } else if (event.type === "session.deleted") {
+          const info = event.properties.info;
+          if (info && info.id) sessions.delete(info.id);
+        } else if (event.type === "session.idle") {
+          const id = event.properties.sessionID;
+          if (typeof id === "string") await onIdle(id);
+        }
+      } catch {}
+    },
+  };
+};
