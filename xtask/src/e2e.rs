@@ -15,7 +15,7 @@ mod fake_model;
 mod gate;
 mod http;
 mod memloop;
-mod proc;
+pub mod proc;
 mod sandbox;
 mod tools;
 mod upgrade;
