@@ -13,7 +13,7 @@ mod connected;
 mod doctor;
 mod fake_model;
 mod gate;
-mod http;
+pub mod http;
 mod memloop;
 pub mod proc;
 mod sandbox;

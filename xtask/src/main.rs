@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 
+mod action_install;
 mod bench_cli;
 mod bench_gate;
 mod bench_serve;

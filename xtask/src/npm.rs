@@ -5,7 +5,8 @@
 //! optional dependencies with `os`/`cpu` fields so npm installs only the one matching the machine.
 //! `pack` builds those tarballs (the release workflow publishes them); `test` packs them for this
 //! machine from the local binary, installs them offline into a temporary prefix, and runs
-//! `npx memloop init` and `memloop doctor` in a sandbox git repository with its own HOME.
+//! `npx memloop init` and `memloop doctor` in a sandbox git repository with its own HOME; on Linux
+//! x86_64 it also runs the GitHub Action's installer against a loopback release.
 //! npm is pointed at a closed loopback port and kept offline: nothing is fetched from anywhere.
 
 use std::path::{Path, PathBuf};
@@ -578,6 +579,9 @@ fn test_packages(root: &Path, platform: &Platform, binary: &Path, version: &str)
         );
     }
     check_missing_platform(root, platform, &launcher.path)?;
+    if platform.os == "linux" && platform.cpu == "x64" {
+        crate::action_install::check(root, &workspace(), binary, version)?;
+    }
     Ok(())
 }
 
