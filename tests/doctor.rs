@@ -353,11 +353,22 @@ fn normalized(sandbox: &Sandbox, out: &Output) -> String {
 
 fn snapshot_text() {
     let sandbox = snapshot_sandbox();
-    let out = sandbox.run(&["doctor", "--format", "text"]);
+    let out = sandbox.run(&["doctor", "--format", "text", "--verbose"]);
     assert_eq!(out.status.code(), Some(1));
     snapbox::assert_data_eq!(
         normalized(&sandbox, &out),
         snapbox::file!["doctor/snapshots/text.txt"].raw()
+    );
+}
+
+/// Without --verbose: one line per agent with its counts, and only the problems spelled out.
+fn snapshot_text_quiet() {
+    let sandbox = snapshot_sandbox();
+    let out = sandbox.run(&["doctor", "--format", "text"]);
+    assert_eq!(out.status.code(), Some(1));
+    snapbox::assert_data_eq!(
+        normalized(&sandbox, &out),
+        snapbox::file!["doctor/snapshots/text-quiet.txt"].raw()
     );
 }
 
@@ -507,6 +518,7 @@ fn main() {
         run_case,
         &[
             ("snapshot_text", snapshot_text),
+            ("snapshot_text_quiet", snapshot_text_quiet),
             ("snapshot_json", snapshot_json),
             ("snapshot_github", snapshot_github),
             (

@@ -6,10 +6,18 @@ use std::process::{Command, Stdio};
 
 /// Runs `memloop init` in a fresh repository on a pseudo-terminal, typing `keys`.
 fn init_on_a_terminal(keys: &str) -> (String, tempfile::TempDir) {
+    init_on_a_terminal_with(keys, &[])
+}
+
+/// Runs `memloop init` on a pseudo-terminal in a repository holding `files` (path, text).
+fn init_on_a_terminal_with(keys: &str, files: &[(&str, &str)]) -> (String, tempfile::TempDir) {
     let temp = tempfile::tempdir().unwrap();
     let (repo, home) = (temp.path().join("repo"), temp.path().join("home"));
     std::fs::create_dir_all(repo.join(".git")).unwrap();
     std::fs::create_dir_all(&home).unwrap();
+    for (path, text) in files {
+        std::fs::write(repo.join(path), text).unwrap();
+    }
     let mut child = Command::new("script")
         .args([
             "-qec",
@@ -38,9 +46,9 @@ fn init_on_a_terminal(keys: &str) -> (String, tempfile::TempDir) {
 
 #[test]
 fn prompts_become_the_desired_state() {
-    // Agents: toggle claude (space), go down twice and toggle kimi; then a URL server and its
-    // name, the import layout, and yes to writing Kimi's user config.
-    let keys = " \x1b[B\x1b[B \r\x1b[B\rhttps://memory.example.test/mcp\rteam\r\x1b[B\ry";
+    // Agents (all pre-selected, none being installed): go down and untoggle opencode; then a URL
+    // server and its name, the import layout, and yes to writing Kimi's user config.
+    let keys = "\x1b[B \r\x1b[B\rhttps://memory.example.test/mcp\rteam\r\x1b[B\ry";
     let (screen, temp) = init_on_a_terminal(keys);
     assert!(
         screen.contains("Which agents should use the memory loop?"),
@@ -66,11 +74,45 @@ fn prompts_become_the_desired_state() {
 
 #[test]
 fn declining_user_scope_writes_only_the_repository() {
-    let (screen, temp) = init_on_a_terminal("\x1b[B\x1b[B \r\r\r\rn");
+    // Untoggle claude and opencode: kimi alone.
+    let (screen, temp) = init_on_a_terminal(" \x1b[B \x1b[B\r\r\r\rn");
     assert!(
         screen.contains("skipped: Kimi's Stop hook lives in your user config"),
         "{screen}"
     );
     assert!(temp.path().join("repo/.kimi-code/mcp.json").exists());
     assert!(!temp.path().join("home/.kimi-code").exists());
+}
+
+#[test]
+fn enter_alone_sets_up_every_agent_when_none_is_found() {
+    // Agents, server, name and layout by Enter; no to Kimi's user config.
+    let (screen, temp) = init_on_a_terminal("\r\r\r\rn");
+    let config = std::fs::read_to_string(temp.path().join("repo/memloop.toml"))
+        .unwrap_or_else(|_| panic!("no memloop.toml:\n{screen}"));
+    assert!(
+        config.contains("agents = [\"claude\", \"opencode\", \"kimi\"]"),
+        "{config}"
+    );
+}
+
+#[test]
+fn a_taken_server_name_is_said_and_a_free_one_offered() {
+    // The reference memory server many people have under the default name `memory`.
+    let mcp = r#"{"mcpServers": {"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}}}"#;
+    // .mcp.json makes claude the detected agent: Enter for it, the embedded server, the name
+    // `memory`, then Enter on the offered free name and on the layout.
+    let (screen, temp) = init_on_a_terminal_with("\r\r\r\r\r", &[(".mcp.json", mcp)]);
+    assert!(
+        screen.contains("`memory` is taken by a server memloop did not write"),
+        "{screen}"
+    );
+    let config = std::fs::read_to_string(temp.path().join("repo/memloop.toml"))
+        .unwrap_or_else(|_| panic!("no memloop.toml:\n{screen}"));
+    assert!(config.contains("name = \"memloop\""), "{config}");
+    let written = std::fs::read_to_string(temp.path().join("repo/.mcp.json")).unwrap();
+    assert!(
+        written.contains("@modelcontextprotocol/server-memory") && written.contains("\"memloop\""),
+        "{written}"
+    );
 }

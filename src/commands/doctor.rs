@@ -39,6 +39,9 @@ pub struct DoctorArgs {
     /// An agent enabled in memloop.toml but not installed is an error.
     #[arg(long)]
     pub require_agents: bool,
+    /// List every check in the text output, the passing ones too (JSON and GitHub always do).
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
     /// Seconds each live command may take.
     #[arg(long, value_name = "SECONDS", default_value_t = 20)]
     pub timeout: u64,
@@ -76,7 +79,7 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let text = match format {
-        DoctorFormat::Text => format::text(&report, args.strict, use_color()),
+        DoctorFormat::Text => format::text(&report, args.strict, use_color(), args.verbose),
         DoctorFormat::Json => format::json(&report, args.strict),
         DoctorFormat::Github => format::github(&report, args.strict),
     };

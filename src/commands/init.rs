@@ -5,12 +5,12 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 
-use super::sync::{SyncArgs, sync};
+use super::sync::{SyncArgs, check_conflicts, sync};
 use super::{Repo, interactive};
 use crate::config::{self, AgentId, Config, Layout, Preset, ServerConfig};
 use crate::engine::apply::Lock;
 use crate::engine::state::InstallState;
-use crate::engine::{Change, Content};
+use crate::engine::{Change, Content, Mode};
 use crate::target::{Desired, Scope, Target};
 
 #[derive(Debug, clap::Args)]
@@ -86,7 +86,7 @@ pub fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
             config_path.display()
         );
     }
-    let (config, user_scope) = if args.yes {
+    let (mut config, user_scope) = if args.yes {
         from_flags(&root, &args)?
     } else if interactive() {
         ask(&root, &args)?
@@ -99,6 +99,19 @@ pub fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
     config
         .server()
         .context("the answers do not make a valid server")?;
+    if !args.force && !args.yes && interactive() {
+        offer_free_name(&root, &mut config, user_scope)?;
+    }
+    if !args.force
+        && let Some(clash) = server_clash(&root, &config, user_scope)
+    {
+        let free = free_server_name(&root, &config, user_scope);
+        let suggestion = free.map_or(String::new(), |name| format!(" (`{name}` is free)"));
+        bail!(
+            "{clash}\nPick another name for memloop's server with --server-name NAME{suggestion}, \
+             or run again with --force to replace yours"
+        );
+    }
     let content = config.to_toml();
     let mut repo = Repo {
         root: root.clone(),
@@ -162,6 +175,13 @@ pub fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
     }
     let code = sync(&mut repo, &sync_args, "init", &config_file)?;
     if code == ExitCode::SUCCESS && !args.dry_run {
+        if which::which("memloop").is_err() {
+            // Typical after `npx memloop init`: the hooks and the server need memloop on PATH.
+            println!(
+                "memloop is not on PATH, and the agents' hooks and memory server run it from there: \
+                 install it with `npm install -g memloop` (or `cargo binstall memloop`)."
+            );
+        }
         println!("Next: run `memloop doctor` to check what each agent will see.");
     }
     Ok(code)
@@ -211,6 +231,70 @@ fn server_from_flags(args: &InitArgs) -> anyhow::Result<ServerConfig> {
     Ok(server)
 }
 
+/// Why sync would refuse `config`: a same-named entry memloop did not write (in the agents' MCP
+/// files, that is a server the user already has under that name). `None` when nothing clashes,
+/// and when the plan fails for another reason, which sync then reports.
+fn server_clash(root: &Path, config: &Config, user_scope: bool) -> Option<String> {
+    let repo = Repo {
+        root: root.to_path_buf(),
+        config: config.clone(),
+        state: InstallState::load(root).ok()?,
+    };
+    let (changes, _) = repo.plan(Mode::Install, user_scope).ok()?;
+    let err = check_conflicts(&repo, &changes).err()?;
+    // Sync's hint names memloop.toml, which init has not written yet; init gives its own.
+    let text = format!("{err:#}");
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|line| !line.starts_with("Rename the server in memloop.toml"))
+        .collect();
+    Some(kept.join("\n"))
+}
+
+/// On a terminal: while the server name clashes with a server the user already has, say so and
+/// ask again, offering a free name.
+fn offer_free_name(root: &Path, config: &mut Config, user_scope: bool) -> anyhow::Result<()> {
+    while let Some(clash) = server_clash(root, config, user_scope) {
+        let Some(free) = free_server_name(root, config, user_scope) else {
+            return Ok(());
+        };
+        eprintln!("{clash}");
+        config.server.name = dialoguer::Input::new()
+            .with_prompt(format!(
+                "`{}` is taken by a server memloop did not write; name memloop's server",
+                config.server.name
+            ))
+            .default(free)
+            .validate_with(|name: &String| valid_server_name(name))
+            .interact_text()?;
+    }
+    Ok(())
+}
+
+fn valid_server_name(name: &str) -> Result<(), &'static str> {
+    match !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        true => Ok(()),
+        false => Err("use only letters, digits, '-' and '_'"),
+    }
+}
+
+/// The first of a few names for memloop's server that clashes with nothing in the repository.
+fn free_server_name(root: &Path, config: &Config, user_scope: bool) -> Option<String> {
+    let base = config.server.name.as_str();
+    let candidates = ["memloop".to_owned()]
+        .into_iter()
+        .chain((2..10).map(|n| format!("{base}-{n}")));
+    candidates.into_iter().find(|name| {
+        let mut renamed = config.clone();
+        renamed.server.name = name.clone();
+        name != base && server_clash(root, &renamed, user_scope).is_none()
+    })
+}
+
 fn layout(arg: LayoutArg) -> Layout {
     match arg {
         LayoutArg::Symlink => Layout::Symlink,
@@ -240,10 +324,11 @@ fn ask(root: &Path, args: &InitArgs) -> anyhow::Result<(Config, bool)> {
     use dialoguer::{Confirm, Input, MultiSelect, Select};
 
     let detected = detected_agents(root);
-    let preselected = if args.agents.is_empty() {
-        detected
-    } else {
-        args.agents.clone()
+    // Enter alone should set something up: what is here, else every agent.
+    let preselected = match (args.agents.is_empty(), detected.is_empty()) {
+        (false, _) => args.agents.clone(),
+        (true, false) => detected,
+        (true, true) => AgentId::ALL.to_vec(),
     };
     let names: Vec<&str> = AgentId::ALL.iter().map(|a| a.as_str()).collect();
     let defaults: Vec<bool> = AgentId::ALL
@@ -251,7 +336,7 @@ fn ask(root: &Path, args: &InitArgs) -> anyhow::Result<(Config, bool)> {
         .map(|a| preselected.contains(a))
         .collect();
     let picked = MultiSelect::new()
-        .with_prompt("Which agents should use the memory loop? (space to toggle)")
+        .with_prompt("Which agents should use the memory loop? (space toggles, enter accepts)")
         .items(&names)
         .defaults(&defaults)
         .interact()?;
@@ -302,16 +387,7 @@ fn ask(root: &Path, args: &InitArgs) -> anyhow::Result<(Config, bool)> {
     server.name = Input::new()
         .with_prompt("Server name (in every agent's config)")
         .default(default_name)
-        .validate_with(|name: &String| {
-            match !name.is_empty()
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-            {
-                true => Ok(()),
-                false => Err("use only letters, digits, '-' and '_'"),
-            }
-        })
+        .validate_with(|name: &String| valid_server_name(name))
         .interact_text()?;
 
     let layouts = [

@@ -29,8 +29,9 @@ use super::{AgentStatus, Finding, Report, Severity, Summary};
 
 pub const JSON_VERSION: u32 = 1;
 
-/// The human report: grouped by agent, one line per check, the summary last.
-pub fn text(report: &Report, strict: bool, color: bool) -> String {
+/// The human report: grouped by agent, the summary last. `verbose` lists every check; otherwise
+/// each agent gets one line with its counts, and only warnings and errors are spelled out.
+pub fn text(report: &Report, strict: bool, color: bool, verbose: bool) -> String {
     let paint = |code: &str, text: &str| {
         if color {
             format!("\x1b[{code}m{text}\x1b[0m")
@@ -66,13 +67,29 @@ pub fn text(report: &Report, strict: bool, color: bool) -> String {
             ),
         };
     }
-    for (group, findings) in report.grouped() {
+    // Quiet, groups without problems are one line each, kept together.
+    let mut spaced = true;
+    for (index, (group, findings)) in report.grouped().into_iter().enumerate() {
         let heading = match report.agents.iter().find(|a| a.agent == group) {
             Some(status) => agent_heading(status),
             None => group.as_str().to_owned(),
         };
-        let _ = writeln!(out, "\n{}", paint("1", &heading));
-        for finding in findings {
+        let shown: Vec<&Finding> = findings
+            .iter()
+            .copied()
+            .filter(|f| verbose || matches!(f.severity, Severity::Warning | Severity::Error))
+            .collect();
+        if verbose {
+            let _ = writeln!(out, "\n{}", paint("1", &heading));
+        } else {
+            if index == 0 || spaced || !shown.is_empty() {
+                out.push('\n');
+            }
+            spaced = !shown.is_empty();
+            let counts = group_counts(&findings);
+            let _ = writeln!(out, "{}  {counts}", paint("1", &format!("{heading:<28}")));
+        }
+        for finding in shown {
             let label = format!("{:<7}", finding.severity.as_str());
             let label = match finding.severity {
                 Severity::Ok => paint("32", &label),
@@ -99,7 +116,7 @@ pub fn text(report: &Report, strict: bool, color: bool) -> String {
     let summary = report.summary();
     let _ = writeln!(
         out,
-        "\n{} error{}, {} warning{}, {} ok, {} info{}",
+        "\n{} error{}, {} warning{}, {} ok, {} info{}{}",
         summary.error,
         plural(summary.error),
         summary.warning,
@@ -110,9 +127,36 @@ pub fn text(report: &Report, strict: bool, color: bool) -> String {
             " (--strict: warnings fail)"
         } else {
             ""
+        },
+        if verbose {
+            ""
+        } else {
+            " (--verbose lists every check)"
         }
     );
     out
+}
+
+/// "8 ok, 1 info, 1 error": the severities present in one group, mildest first.
+fn group_counts(findings: &[&Finding]) -> String {
+    [
+        Severity::Ok,
+        Severity::Info,
+        Severity::Warning,
+        Severity::Error,
+    ]
+    .into_iter()
+    .filter_map(|severity| {
+        let n = findings.iter().filter(|f| f.severity == severity).count();
+        let name = match severity {
+            Severity::Warning => format!("warning{}", plural(n)),
+            Severity::Error => format!("error{}", plural(n)),
+            other => other.as_str().to_owned(),
+        };
+        (n > 0).then(|| format!("{n} {name}"))
+    })
+    .collect::<Vec<_>>()
+    .join(", ")
 }
 
 fn plural(n: usize) -> &'static str {

@@ -32,7 +32,7 @@ fn on_path(d: &mut Doctor) {
                     "on-path",
                     "`memloop` is not on PATH: the agents' hooks (`memloop hook stop ...`) and the server (`memloop serve`) cannot start, so the gate fails open and the memory is gone",
                 )
-                .fix("install memloop on PATH (`cargo install --path .` in a memloop checkout, or copy the binary into a folder on PATH)"),
+                .fix("install memloop on PATH: `npm install -g memloop`, `cargo binstall memloop`, or `cargo install --path .` in a memloop checkout"),
             );
             return;
         }

@@ -2,12 +2,14 @@
 
 use std::process::ExitCode;
 
+mod action_install;
 mod bench_cli;
 mod bench_gate;
 mod bench_serve;
 mod corpus;
 mod e2e;
 mod man;
+mod npm;
 
 const USAGE: &str = "usage: cargo xtask <task> [args]
 
@@ -19,6 +21,9 @@ tasks:
   bench serve         the embedded memory server at 10,000 notes
   corpus [dir]        sync/uninstall round trips over the real-world corpus (default ../shared/corpus)
   man [dir]           write the man pages (memloop.1, memloop-<command>.1; default target/man)
+  npm test|pack       the npm packages: `test` packs this machine's from the local release build,
+                      installs them offline and runs npx memloop init and doctor; `pack` builds
+                      the tarballs for the release workflow
   schema              write assets/memloop.schema.json from the config types";
 
 fn main() -> ExitCode {
@@ -32,6 +37,7 @@ fn main() -> ExitCode {
         (Some("corpus"), _) => corpus::run(rest),
         (Some("e2e"), _) => e2e::run(rest),
         (Some("man"), _) => man::run(rest),
+        (Some("npm"), _) => npm::run(rest),
         (Some("bench"), Some("cli" | "doctor")) => bench_cli::run(&rest[1..]),
         (Some("bench"), Some("gate")) => bench_gate::run(&rest[1..]),
         (Some("bench"), Some("serve")) => bench_serve::run(&rest[1..]),
