@@ -39,6 +39,8 @@ impl EntryValue {
 pub struct TomlDoc {
     doc: DocumentMut,
     display: String,
+    /// The text had content but no final newline; toml_edit would write one.
+    no_final_newline: bool,
 }
 
 impl TomlDoc {
@@ -56,11 +58,16 @@ impl TomlDoc {
         Ok(TomlDoc {
             doc,
             display: display.to_owned(),
+            no_final_newline: !text.trim().is_empty() && !text.ends_with('\n'),
         })
     }
 
     pub fn to_text(&self) -> String {
-        self.doc.to_string()
+        let mut text = self.doc.to_string();
+        if self.no_final_newline && text.ends_with('\n') {
+            text.pop();
+        }
+        text
     }
 
     /// Makes the array `key` hold exactly one entry with `entry`'s identity, equal to `entry`.
@@ -271,6 +278,26 @@ mod tests {
         assert_eq!(doc.to_text(), edited);
         doc.remove_entry("hooks", &stop_hook(), false);
         assert_eq!(doc.to_text(), original);
+    }
+
+    /// Found by `cargo xtask fuzz`: toml_edit ends every key-value line with a newline, so a
+    /// file without a final newline gained one, and kept it after removal.
+    #[test]
+    fn a_missing_final_newline_stays_missing() {
+        for original in [
+            "model = \"m\"",
+            "[[hooks]]\nevent = \"PreToolUse\"\ncommand = \"x\"",
+        ] {
+            let doc = TomlDoc::parse(original, "config.toml").unwrap();
+            assert_eq!(doc.to_text(), original);
+            let mut doc = TomlDoc::parse(original, "config.toml").unwrap();
+            doc.upsert_entry("hooks", &stop_hook()).unwrap();
+            let edited = doc.to_text();
+            assert!(!edited.ends_with('\n'), "{edited:?}");
+            let mut doc = TomlDoc::parse(&edited, "config.toml").unwrap();
+            doc.remove_entry("hooks", &stop_hook(), false);
+            assert_eq!(doc.to_text(), original);
+        }
     }
 
     #[test]
