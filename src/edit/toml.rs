@@ -35,6 +35,34 @@ impl EntryValue {
     }
 }
 
+/// toml_edit writes every line end as LF and drops a byte order mark inside the text, so a
+/// file memloop would write back with bytes changed is refused instead (found by
+/// `cargo xtask fuzz`). `text` comes decoded: a file whose lines all end in CRLF, and one
+/// leading BOM, are restored on writing.
+fn refuse_what_toml_edit_rewrites(text: &str, display: &str) -> Result<(), Refusal> {
+    if let Some(offset) = text.find('\r') {
+        let (line, col) = crate::position::line_col(text, offset);
+        return Err(Refusal::at(
+            display,
+            line,
+            col,
+            "the file mixes line endings (CRLF or CR here, LF elsewhere); memloop's TOML editor \
+             would rewrite them",
+            "save the file with one kind of line ending (all LF or all CRLF), then run memloop again",
+        ));
+    }
+    if text.starts_with('\u{feff}') {
+        return Err(Refusal::at(
+            display,
+            1,
+            1,
+            "the file starts with two byte order marks; memloop's TOML editor would drop one",
+            "remove the extra byte order mark, then run memloop again",
+        ));
+    }
+    Ok(())
+}
+
 #[derive(Debug)]
 pub struct TomlDoc {
     doc: DocumentMut,
@@ -45,6 +73,7 @@ pub struct TomlDoc {
 
 impl TomlDoc {
     pub fn parse(text: &str, display: &str) -> Result<TomlDoc, Refusal> {
+        refuse_what_toml_edit_rewrites(text, display)?;
         let doc = text.parse::<DocumentMut>().map_err(|err| {
             let (line, col) = err.span().map_or((1, 1), |span| crate::position::line_col(text, span.start));
             let problem = err.message().trim().to_owned();
@@ -278,6 +307,19 @@ mod tests {
         assert_eq!(doc.to_text(), edited);
         doc.remove_entry("hooks", &stop_hook(), false);
         assert_eq!(doc.to_text(), original);
+    }
+
+    #[test]
+    fn line_endings_toml_edit_would_rewrite_are_refused_with_a_position() {
+        for (text, at) in [
+            ("a = 'x'\nb = 2\r\n", (2, 6)),
+            ("a = 1\r\r\nb = 2\n", (1, 6)),
+            ("a = 1\rb = 2\n", (1, 6)),
+            ("\u{feff}a = 1\n", (1, 1)),
+        ] {
+            let refusal = TomlDoc::parse(text, "config.toml").unwrap_err();
+            assert_eq!(refusal.line, Some(at), "{text:?}: {refusal}");
+        }
     }
 
     /// Found by `cargo xtask fuzz`: toml_edit ends every key-value line with a newline, so a

@@ -254,9 +254,12 @@ fn positioned(refusal: &Refusal, bytes: &[u8]) -> Result<(), String> {
         }
         return Err(format!("refused without a position: {refusal}"));
     };
-    // Lone CRs count as line breaks for some parsers and editors.
-    let breaks = |byte: u8| bytes.iter().filter(|b| **b == byte).count();
-    let lines = breaks(b'\n').max(breaks(b'\r')) + 1;
+    // Parsers count lone CRs (and jsonc-parser U+2028/U+2029) as line breaks too.
+    let text = String::from_utf8_lossy(bytes);
+    let lines = text.matches('\n').count()
+        + text.matches('\r').count()
+        + text.matches(['\u{2028}', '\u{2029}']).count()
+        + 1;
     if line == 0 || col == 0 || line > lines {
         return Err(format!(
             "refusal position {line}:{col} is outside the file ({lines} lines): {refusal}"
@@ -420,12 +423,26 @@ fn install_one(scratch: &mut Scratch, target: &FileTarget, input: &[u8]) -> Resu
     let held_memloop = plan(Mode::Remove, Some(original.clone()))
         .map(|changes| changes.iter().any(|c| !c.is_noop()))
         .unwrap_or(false);
-    let blank = input.iter().all(u8::is_ascii_whitespace);
-    if held_memloop || (blank && is_blank_document(after)) {
+    let decoded = Encoding::decode(input, "")
+        .map(|(text, _)| text)
+        .unwrap_or_default();
+    if held_memloop || (decoded.trim().is_empty() && is_blank_document(after)) {
         return Ok(());
     }
-    if expanded_only(input, after.text().as_bytes()) {
-        scratch.note(EXPANDED);
+    if layout_only(input, after.text().as_bytes()) {
+        scratch.note(LAYOUT);
+        return Ok(());
+    }
+    let json = matches!(
+        target.desired,
+        Desired::Fragments {
+            format: Format::Json(_),
+            ..
+        }
+    );
+    let appended = after.text().as_bytes().strip_prefix(input);
+    if json && appended.is_some_and(|rest| rest.trim_ascii() == b"{}") {
+        scratch.note(VALUELESS);
         return Ok(());
     }
     Err(format!(
@@ -434,15 +451,17 @@ fn install_one(scratch: &mut Scratch, target: &FileTarget, input: &[u8]) -> Resu
     ))
 }
 
-/// Known and reported, not a failure: inserting into a container written on one line makes it
-/// multi-line (jsonc-parser's insertion), and removal does not join the lines again. Only
-/// whitespace outside strings differs; every other byte, comments and key order included, is
-/// the user's.
-pub const EXPANDED: &str = "compact container left expanded after removal";
+/// Known and reported, not a failure: inserting into a JSON container written on one line
+/// makes it multi-line (jsonc-parser's insertion), and removal does not join the lines again
+/// (nor re-split an empty `{\n}`). Only whitespace outside strings differs; every other byte,
+/// comments and key order included, is the user's.
+pub const LAYOUT: &str = "JSON layout (whitespace outside strings) not restored after removal";
+/// Known and reported, not a failure: a JSONC file holding only comments gets `{}` added, and
+/// removal leaves it (the comments stay).
+pub const VALUELESS: &str = "comment-only JSONC file left with `{}` after removal";
 
-fn expanded_only(original: &[u8], got: &[u8]) -> bool {
-    let lines = |bytes: &[u8]| bytes.iter().filter(|b| **b == b'\n').count();
-    lines(got) > lines(original) && without_layout(original) == without_layout(got)
+fn layout_only(original: &[u8], got: &[u8]) -> bool {
+    original != got && without_layout(original) == without_layout(got)
 }
 
 /// The bytes without whitespace outside strings.
@@ -1057,7 +1076,7 @@ pub struct Report {
     pub failures: Vec<Failure>,
     /// Set when an input was still running at the time bound (the run was stopped there).
     pub hung: bool,
-    /// Known outcomes that are not failures (see [`EXPANDED`]), with their counts.
+    /// Known outcomes that are not failures (see [`LAYOUT`]), with their counts.
     pub notes: std::collections::BTreeMap<&'static str, u64>,
 }
 
