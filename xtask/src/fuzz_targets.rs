@@ -440,8 +440,12 @@ fn install_one(scratch: &mut Scratch, target: &FileTarget, input: &[u8]) -> Resu
             ..
         }
     );
-    let appended = after.text().as_bytes().strip_prefix(input);
-    if json && appended.is_some_and(|rest| rest.trim_ascii() == b"{}") {
+    let kept = |got: &[u8]| {
+        got.trim_ascii_end()
+            .strip_suffix(b"{}")
+            .is_some_and(|rest| rest.trim_ascii_end() == input.trim_ascii_end())
+    };
+    if json && kept(after.text().as_bytes()) {
         scratch.note(VALUELESS);
         return Ok(());
     }
