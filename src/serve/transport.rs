@@ -132,6 +132,7 @@ fn request_id(value: &Value) -> Option<RequestId> {
 /// The `id` member of the top-level object, read from the line's first bytes (serializers
 /// that write `jsonrpc` and `id` first).
 pub fn id_in_head(head: &[u8]) -> Option<RequestId> {
+    let mut found = None;
     let mut depth = 0usize;
     let mut at = 0;
     let mut expect_key = false;
@@ -155,15 +156,28 @@ pub fn id_in_head(head: &[u8]) -> Option<RequestId> {
                 at += 1;
             }
             b'"' => {
-                let end = string_end(head, at)?;
+                // The window may end inside a string.
+                let Some(end) = string_end(head, at) else {
+                    return found;
+                };
                 if expect_key && depth == 1 && &head[at..=end] == b"\"id\"" {
+                    // A second top-level id makes the line ambiguous: no id.
+                    if found.is_some() {
+                        return None;
+                    }
                     let rest = skip_space(head, end + 1);
                     if head.get(rest) != Some(&b':') {
                         return None;
                     }
+                    let (id, value_end) = scalar_at(head, skip_space(head, rest + 1))?;
                     // A number running into the end of the window may be cut short.
-                    let (id, end) = scalar_at(head, skip_space(head, rest + 1))?;
-                    return (end < head.len()).then_some(id);
+                    if value_end >= head.len() {
+                        return None;
+                    }
+                    found = Some(id);
+                    expect_key = false;
+                    at = value_end;
+                    continue;
                 }
                 expect_key = false;
                 at = end + 1;
@@ -171,7 +185,7 @@ pub fn id_in_head(head: &[u8]) -> Option<RequestId> {
             _ => at += 1,
         }
     }
-    None
+    found
 }
 
 /// The `id` member when it is the last one of the top-level object (serializers that append
@@ -480,6 +494,8 @@ mod tests {
         assert_eq!(id_in_head(br#"{"params":{"id":3},"method":"x"#), None);
         assert_eq!(id_in_head(br#"{"method":"\"id\":4","#), None);
         assert_eq!(id_in_head(br#"{"jsonrpc":"2.0","id":12"#), None);
+        // Found by `cargo xtask fuzz`: a repeated id is ambiguous.
+        assert_eq!(id_in_head(br#"{"id":1,"method":"x","id":3}"#), None);
         assert_eq!(id_in_tail(br#"{"params":{"id":3}}"#), None);
         assert_eq!(id_in_tail(br#""q":"a,\"id\":5}"}"#), None);
         assert_eq!(id_in_tail(br#"aaa\"id":5}"#), None);
