@@ -46,7 +46,13 @@ pub fn command() -> clap::Command {
 }
 
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(err) if is_hook(&args) => return crate::gate::usage_error(&err),
+        Err(err) => err.exit(),
+    };
+    let hook = matches!(cli.command, Command::Hook(_));
     let result = match cli.command {
         Command::Init(args) => crate::commands::init::run(args),
         Command::Sync(args) => crate::commands::sync::run(args),
@@ -68,9 +74,24 @@ pub fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // Exit 2 under `memloop hook` would read as a block to the agent.
+        Err(err) if hook => {
+            eprintln!("memloop hook: {err:#}; the stop was not blocked");
+            ExitCode::FAILURE
+        }
         Err(err) => {
             eprintln!("memloop: error: {err:#}");
             ExitCode::from(2)
         }
     }
+}
+
+/// Whether the command line is a `memloop hook ...` call, judged on the raw words so that a
+/// line clap refuses is still recognised: the first word that is not an option names the
+/// command (`memloop` itself takes no option with a value).
+fn is_hook(args: &[std::ffi::OsString]) -> bool {
+    args.iter()
+        .skip(1)
+        .find(|word| !word.as_encoded_bytes().starts_with(b"-"))
+        .is_some_and(|word| word == "hook")
 }

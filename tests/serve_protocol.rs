@@ -544,3 +544,180 @@ async fn without_a_repository_every_tool_says_how_to_fix_it() {
     close(client).await;
     assert_eq!(repo.note_files().len(), 1);
 }
+
+/// Writes `lines` after the handshake as raw bytes, closes stdin, and returns every answer
+/// but the handshake's, keyed by id (`null` for errors whose request had no readable id).
+fn raw_session(repo: &Repo, lines: &[Vec<u8>]) -> Vec<Value> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_memloop"))
+        .arg("serve")
+        .current_dir(repo.path())
+        .env_remove("MEMLOOP_ROOT")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let handshake = [
+        json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "agent", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ];
+    for message in &handshake {
+        writeln!(stdin, "{message}").unwrap();
+    }
+    for line in lines {
+        stdin.write_all(line).unwrap();
+    }
+    drop(stdin);
+    let answers: Vec<Value> = BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map(|line| serde_json::from_str(&line.unwrap()).unwrap())
+        .filter(|answer: &Value| answer["id"] != "init")
+        .collect();
+    assert!(child.wait().unwrap().success());
+    answers
+}
+
+fn line(message: Value) -> Vec<u8> {
+    format!("{message}\n").into_bytes()
+}
+
+fn answer_to(answers: &[Value], id: Value) -> &Value {
+    let found: Vec<&Value> = answers.iter().filter(|a| a["id"] == id).collect();
+    assert_eq!(found.len(), 1, "one answer to {id}: {answers:#?}");
+    found[0]
+}
+
+#[test]
+fn an_oversize_request_line_is_answered_and_the_server_keeps_serving() {
+    let repo = Repo::new();
+    let huge = "x".repeat(5 << 20);
+    let ping = |id: i64| line(json!({"jsonrpc": "2.0", "id": id, "method": "ping"}));
+    // Serializers that put the id first, the id last, and none at all; then a last line
+    // without its newline.
+    let id_first = |id: i64| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"memory_store","arguments":{{"content":"{huge}"}}}}}}"#
+        )
+    };
+    let id_last = format!(
+        r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"name":"context_query","arguments":{{"query":"{huge}"}}}},"id":"req-3"}}"#
+    );
+    let answers = raw_session(
+        &repo,
+        &[
+            ping(1),
+            format!("{}\n", id_first(2)).into_bytes(),
+            format!("{id_last}\n").into_bytes(),
+            format!("{huge}\n").into_bytes(),
+            ping(4),
+            id_first(5).into_bytes(),
+        ],
+    );
+    assert_eq!(answers.len(), 6, "{answers:#?}");
+    assert_eq!(answer_to(&answers, json!(1))["result"], json!({}));
+    assert_eq!(answer_to(&answers, json!(4))["result"], json!({}));
+    for id in [json!(2), json!("req-3")] {
+        let error = &answer_to(&answers, id)["error"];
+        assert_eq!(error["code"], -32600);
+        assert!(
+            error["message"].as_str().unwrap().contains("limit"),
+            "{error}"
+        );
+        assert_eq!(error["data"]["limit"], 4 << 20);
+    }
+    let unknown: Vec<&Value> = answers.iter().filter(|a| a["id"].is_null()).collect();
+    assert_eq!(unknown.len(), 1, "{answers:#?}");
+    assert_eq!(unknown[0]["error"]["code"], -32600);
+    assert_eq!(unknown[0]["error"]["data"]["bytes"], 5 << 20);
+    // The id-first line again, cut off by the end of input: answered, not dropped.
+    let last = answers.last().unwrap();
+    assert_eq!(last["id"], 5);
+    assert_eq!(last["error"]["code"], -32600);
+    assert!(repo.note_files().is_empty());
+}
+
+#[test]
+fn tools_call_with_params_that_do_not_fit_is_invalid_params_not_method_not_found() {
+    let repo = Repo::new();
+    let call = |id: i64, params: Value| {
+        line(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}))
+    };
+    let answers = raw_session(
+        &repo,
+        &[
+            call(1, json!({"name": "context_query", "arguments": [1, 2]})),
+            call(2, json!({"name": "memory_store", "arguments": "content"})),
+            call(3, json!({"name": "context_query", "arguments": 7})),
+            call(4, json!({"name": "context_query", "arguments": true})),
+            call(5, json!({"arguments": {"query": "vat"}})),
+            call(6, json!({"name": 5, "arguments": {}})),
+            call(7, json!([1])),
+            line(json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call"})),
+            line(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": [1]})),
+            line(json!({"jsonrpc": "2.0", "id": 10, "method": "no/such", "params": {}})),
+            call(
+                11,
+                json!({"name": "context_query", "arguments": {"query": "vat"}}),
+            ),
+        ],
+    );
+    assert_eq!(answers.len(), 11, "{answers:#?}");
+    for (id, says) in [
+        (1, "an array"),
+        (2, "a string"),
+        (3, "a number"),
+        (4, "a boolean"),
+        (5, "name"),
+        (6, "name"),
+        (7, "params"),
+        (8, "params"),
+        (9, "params"),
+    ] {
+        let error = &answer_to(&answers, json!(id))["error"];
+        assert_eq!(error["code"], -32602, "{id}: {error}");
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains(says), "{id}: {message}");
+    }
+    assert_eq!(answer_to(&answers, json!(10))["error"]["code"], -32601);
+    assert_eq!(
+        answer_to(&answers, json!(11))["result"]["isError"],
+        json!(false)
+    );
+}
+
+#[test]
+fn lines_that_are_no_request_are_answered_and_notifications_are_not() {
+    let repo = Repo::new();
+    let answers = raw_session(
+        &repo,
+        &[
+            b"{not json\n".to_vec(),
+            b"\xff\xfe\n".to_vec(),
+            b"[]\n".to_vec(),
+            b"\n\r\n".to_vec(),
+            line(json!({"jsonrpc": "2.0", "method": "notifications/whatever", "params": 3})),
+            line(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": "x"})),
+            line(json!({"jsonrpc": "1.0", "id": 2, "method": "ping"})),
+            line(json!({"jsonrpc": "2.0", "id": 3, "method": "ping"})),
+        ],
+    );
+    let codes: Vec<(Value, Value)> = answers
+        .iter()
+        .map(|a| (a["id"].clone(), a["error"]["code"].clone()))
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            (Value::Null, json!(-32700)),
+            (Value::Null, json!(-32700)),
+            (Value::Null, json!(-32600)),
+            (json!(1), json!(-32600)),
+            (json!(2), json!(-32600)),
+            (json!(3), Value::Null),
+        ]
+    );
+    // JSON-RPC wants the id member present (null) when the id could not be read.
+    assert!(answers[0].as_object().unwrap().contains_key("id"));
+}

@@ -35,16 +35,47 @@ impl EntryValue {
     }
 }
 
+/// toml_edit writes every line end as LF and drops a byte order mark inside the text, so a
+/// file memloop would write back with bytes changed is refused instead (found by
+/// `cargo xtask fuzz`). `text` comes decoded: a file whose lines all end in CRLF, and one
+/// leading BOM, are restored on writing.
+fn refuse_what_toml_edit_rewrites(text: &str, display: &str) -> Result<(), Refusal> {
+    if let Some(offset) = text.find('\r') {
+        let (line, col) = crate::position::line_col(text, offset);
+        return Err(Refusal::at(
+            display,
+            line,
+            col,
+            "the file mixes line endings (CRLF or CR here, LF elsewhere); memloop's TOML editor \
+             would rewrite them",
+            "save the file with one kind of line ending (all LF or all CRLF), then run memloop again",
+        ));
+    }
+    if text.starts_with('\u{feff}') {
+        return Err(Refusal::at(
+            display,
+            1,
+            1,
+            "the file starts with two byte order marks; memloop's TOML editor would drop one",
+            "remove the extra byte order mark, then run memloop again",
+        ));
+    }
+    Ok(())
+}
+
 #[derive(Debug)]
 pub struct TomlDoc {
     doc: DocumentMut,
     display: String,
     /// The text as parsed, for the positions of refusals about it.
     source: String,
+    /// The text had content but no final newline; toml_edit would write one.
+    no_final_newline: bool,
 }
 
 impl TomlDoc {
     pub fn parse(text: &str, display: &str) -> Result<TomlDoc, Refusal> {
+        refuse_what_toml_edit_rewrites(text, display)?;
         let doc = text.parse::<DocumentMut>().map_err(|err| {
             let (line, col) = err.span().map_or((1, 1), |span| crate::position::line_col(text, span.start));
             let problem = err.message().trim().to_owned();
@@ -59,11 +90,16 @@ impl TomlDoc {
             doc,
             display: display.to_owned(),
             source: text.to_owned(),
+            no_final_newline: !text.trim().is_empty() && !text.ends_with('\n'),
         })
     }
 
     pub fn to_text(&self) -> String {
-        self.doc.to_string()
+        let mut text = self.doc.to_string();
+        if self.no_final_newline && text.ends_with('\n') {
+            text.pop();
+        }
+        text
     }
 
     /// Makes the array `key` hold exactly one entry with `entry`'s identity, equal to `entry`.
@@ -292,6 +328,39 @@ mod tests {
         assert_eq!(doc.to_text(), edited);
         doc.remove_entry("hooks", &stop_hook(), false);
         assert_eq!(doc.to_text(), original);
+    }
+
+    #[test]
+    fn line_endings_toml_edit_would_rewrite_are_refused_with_a_position() {
+        for (text, at) in [
+            ("a = 'x'\nb = 2\r\n", (2, 6)),
+            ("a = 1\r\r\nb = 2\n", (1, 6)),
+            ("a = 1\rb = 2\n", (1, 6)),
+            ("\u{feff}a = 1\n", (1, 1)),
+        ] {
+            let refusal = TomlDoc::parse(text, "config.toml").unwrap_err();
+            assert_eq!(refusal.line, Some(at), "{text:?}: {refusal}");
+        }
+    }
+
+    /// Found by `cargo xtask fuzz`: toml_edit ends every key-value line with a newline, so a
+    /// file without a final newline gained one, and kept it after removal.
+    #[test]
+    fn a_missing_final_newline_stays_missing() {
+        for original in [
+            "model = \"m\"",
+            "[[hooks]]\nevent = \"PreToolUse\"\ncommand = \"x\"",
+        ] {
+            let doc = TomlDoc::parse(original, "config.toml").unwrap();
+            assert_eq!(doc.to_text(), original);
+            let mut doc = TomlDoc::parse(original, "config.toml").unwrap();
+            doc.upsert_entry("hooks", &stop_hook()).unwrap();
+            let edited = doc.to_text();
+            assert!(!edited.ends_with('\n'), "{edited:?}");
+            let mut doc = TomlDoc::parse(&edited, "config.toml").unwrap();
+            doc.remove_entry("hooks", &stop_hook(), false);
+            assert_eq!(doc.to_text(), original);
+        }
     }
 
     #[test]

@@ -174,6 +174,33 @@ pub fn run(
     })
 }
 
+/// A command line under `memloop hook` that clap refused (a missing value, an unknown or
+/// repeated option, a word that is not UTF-8): exit 1 with one line, never clap's exit 2, which
+/// the agent would take for a block. Help and version requests print as usual and exit 0.
+pub fn usage_error(err: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+    ) {
+        let _ = err.print();
+        return ExitCode::SUCCESS;
+    }
+    let rendered = err.render().to_string();
+    let what = rendered
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or("invalid arguments");
+    let what = what.strip_prefix("error: ").unwrap_or(what);
+    eprintln!(
+        "memloop hook: {}; usage: memloop hook stop|record --agent <AGENT>; the stop was not \
+         blocked",
+        one_line(what)
+    );
+    ExitCode::FAILURE
+}
+
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -2,7 +2,7 @@
 //!
 //! Rooms: `protocol` (MCP handler) and `tools` with `args` (what the model sees and sends),
 //! `store` (the notes of one repository) on `record` (the file format), `search` (ranking) and
-//! `files` (locking and atomic writes).
+//! `files` (locking and atomic writes); `transport` reads and writes the JSON-RPC lines.
 
 mod args;
 mod files;
@@ -11,6 +11,7 @@ mod record;
 mod search;
 mod store;
 mod tools;
+pub mod transport;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -40,7 +41,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let handler = server.clone();
     runtime.block_on(async move {
         let running = handler
-            .serve(rmcp::transport::stdio())
+            .serve(transport::LineTransport::new(
+                tokio::io::stdin(),
+                tokio::io::stdout(),
+            ))
             .await
             .context("the MCP handshake on stdin/stdout failed")?;
         running

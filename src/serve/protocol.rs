@@ -9,11 +9,13 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, DiscoverRequestMethod, DiscoverResult, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, DiscoverRequestMethod,
+    DiscoverResult, ErrorCode, Implementation, InitializeRequestParams, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
 
 use super::store::Store;
 use super::tools;
@@ -148,4 +150,64 @@ impl ServerHandler for MemoryServer {
             });
         Ok(tools::result(outcome).into())
     }
+
+    /// rmcp hands on a request whose params do not fit its method as a custom request; for
+    /// the methods this server answers that is Invalid params (-32602), not Method not found.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        match params_problem(&request) {
+            Some(problem) => Err(ErrorData::invalid_params(
+                format!("{}: {problem}", request.method),
+                None,
+            )),
+            None => Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                request.method,
+                None,
+            )),
+        }
+    }
+}
+
+/// What is wrong with the params of a request for a method this server answers; `None` for a
+/// method it does not answer.
+fn params_problem(request: &CustomRequest) -> Option<String> {
+    let kind = |value: &Value| match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    };
+    let shape = |problem: Option<serde_json::Error>| {
+        problem.map_or_else(|| "params do not fit".to_owned(), |e| e.to_string())
+    };
+    Some(match request.method.as_str() {
+        "tools/call" => match &request.params {
+            None => "params are missing; send {\"name\": <tool>, \"arguments\": {...}}".into(),
+            Some(Value::Object(params)) => match (params.get("name"), params.get("arguments")) {
+                (Some(Value::String(_)), Some(arguments))
+                    if !matches!(arguments, Value::Object(_) | Value::Null) =>
+                {
+                    format!(
+                        "arguments must be an object of the tool's parameters, not {}",
+                        kind(arguments)
+                    )
+                }
+                (Some(Value::String(_)), _) => {
+                    shape(request.params_as::<CallToolRequestParams>().err())
+                }
+                (Some(name), _) => format!("name must be the tool's name, not {}", kind(name)),
+                (None, _) => "name (the tool to call) is missing".into(),
+            },
+            Some(other) => format!("params must be an object, not {}", kind(other)),
+        },
+        "initialize" => shape(request.params_as::<InitializeRequestParams>().err()),
+        "tools/list" => shape(request.params_as::<PaginatedRequestParams>().err()),
+        _ => return None,
+    })
 }

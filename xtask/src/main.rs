@@ -8,6 +8,8 @@ mod bench_gate;
 mod bench_serve;
 mod corpus;
 mod e2e;
+mod fuzz;
+mod fuzz_targets;
 mod man;
 mod npm;
 
@@ -19,6 +21,8 @@ tasks:
                       (target: each median under 20 ms)
   bench gate          the Stop gate against a Python re-read baseline, whole process
   bench serve         the embedded memory server at 10,000 notes
+  fuzz [target...]    every parser of a user's file under generated inputs (1,200,000 by default;
+                      --quick, --inputs N, --seed S, --bound-ms MS, --trace, --replay FILE, --list)
   corpus [dir]        sync/uninstall round trips over the real-world corpus (default ../shared/corpus)
   man [dir]           write the man pages (memloop.1, memloop-<command>.1; default target/man)
   npm test|pack       the npm packages: `test` packs this machine's from the local release build,
@@ -36,6 +40,7 @@ fn main() -> ExitCode {
         (Some("schema"), _) => write_schema(),
         (Some("corpus"), _) => corpus::run(rest),
         (Some("e2e"), _) => e2e::run(rest),
+        (Some("fuzz"), _) => fuzz::run(rest),
         (Some("man"), _) => man::run(rest),
         (Some("npm"), _) => npm::run(rest),
         (Some("bench"), Some("cli" | "doctor")) => bench_cli::run(&rest[1..]),
