@@ -75,7 +75,10 @@ fn usage_errors_under_hook_exit_1_never_2() {
         ("hook stop", "missing --agent"),
         ("hook stop --agent codex", "unknown agent"),
         ("hook stop --agent claude stray", "unexpected argument"),
-        ("hook record --agent claude", "is for --agent opencode"),
+        (
+            "hook record --agent claude",
+            "is for agents whose plugin reports each call",
+        ),
         // An option before the command still belongs to a `hook` call.
         ("--bogus hook stop --agent claude", "'--bogus'"),
     ] {

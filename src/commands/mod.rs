@@ -34,7 +34,6 @@ impl Repo {
             let unwanted = agents::unwanted(&ctx, &wanted.targets)?;
             let mut removals = engine::plan(&self.root, &unwanted, Mode::Remove, &originals)?;
             for change in &mut removals {
-                wanted.removed.push(change.write_path.clone());
                 let path = &change.write_path;
                 // Untouched since memloop wrote it: the bytes from before come back.
                 if let Some(original) = self.state.original(path)
@@ -51,6 +50,11 @@ impl Repo {
                     change.after = change.before.clone();
                 }
             }
+            // What holds nothing of memloop's (an agent never set up here) is not a change.
+            removals.retain(|change| change.before != change.after);
+            wanted
+                .removed
+                .extend(removals.iter().map(|change| change.write_path.clone()));
             changes.extend(removals);
             if !ctx.user_scope && !ctx.enabled(crate::config::AgentId::Kimi) {
                 let config = agents::kimi::code_home(&ctx).join("config.toml");

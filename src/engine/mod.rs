@@ -288,8 +288,10 @@ fn settled(
         }
         _ => "if it is meant to be empty, write `{}` in it (or delete it) and run again",
     };
-    Err(Refusal::whole(
+    Err(Refusal::at(
         display,
+        1,
+        1,
         "is empty; memloop never takes an empty file for an empty document (an agent may be in the middle of rewriting it)",
         hint,
     )

@@ -234,27 +234,9 @@ impl Scratch {
 
 // ---- the targets ----------------------------------------------------------------------------
 
-/// Refusals issue 9 (class 11) lists as lacking a position, fixed on the content-hardening
-/// branch: counted as a note until that lands, then this list goes. Any other refusal without
-/// a position fails.
-const POSITION_PENDING: &[&str] = &[
-    "the top level is not a JSON object",
-    "` is not an object",
-    "` is not an array",
-    "` is neither a [[",
-];
-pub const PENDING_NOTE: &str = "refused without a position (issue 9 class 11, fixed elsewhere)";
-
-thread_local! {
-    static PENDING: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
+/// Every refusal of a user's file carries a position inside that file.
 fn positioned(refusal: &Refusal, bytes: &[u8]) -> Result<(), String> {
     let Some((line, col)) = refusal.line else {
-        if POSITION_PENDING.iter().any(|p| refusal.problem.contains(p)) {
-            PENDING.with(|n| n.set(n.get() + 1));
-            return Ok(());
-        }
         return Err(format!("refused without a position: {refusal}"));
     };
     // Parsers count lone CRs (and jsonc-parser U+2028/U+2029) as line breaks too.
@@ -1166,9 +1148,6 @@ pub fn campaign(
                     .store(clock.elapsed().as_micros() as u64 + 1, Ordering::Release);
                 let outcome = catch_unwind(AssertUnwindSafe(|| run(&mut scratch, &input)));
                 worker_progress.started_micros.store(0, Ordering::Release);
-                if PENDING.with(|n| n.replace(0)) > 0 {
-                    scratch.note(PENDING_NOTE);
-                }
                 let took = start.elapsed();
                 slowest = slowest.max(took);
                 let problem = match outcome {
