@@ -239,6 +239,78 @@ fn failure_story_store_before_first_lookup_is_not_sent_back_at_every_later_stop(
     }
 }
 
+fn claude_stop_with_last_message(gate: &Gate, session: &str, transcript: &Path, last: &str) -> Run {
+    gate.run(
+        &["hook", "stop", "--agent", "claude"],
+        &json!({
+            "session_id": session,
+            "transcript_path": transcript,
+            "cwd": gate.repo(),
+            "hook_event_name": "Stop",
+            "stop_hook_active": false,
+            "last_assistant_message": last,
+        }),
+    )
+}
+
+fn final_text_row(text: &str) -> String {
+    json!({"type": "assistant", "message": {"content": [{"type": "text", "text": text}]}})
+        .to_string()
+}
+
+#[test]
+fn a_transcript_lagging_the_stop_is_waited_for() {
+    // Claude Code ran the Stop hook before the last tool calls were in the file: 2 of 3 calls
+    // seen meant "fewer than 3 tool calls" and the edits went through.
+    let gate = Gate::new();
+    let transcript = gate.path("t.jsonl");
+    append(
+        &transcript,
+        &lines(&[tool_row("context_query"), tool_row("Write")]),
+    );
+    let late = transcript.clone();
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        append(
+            &late,
+            &lines(&[tool_row("Write"), final_text_row("All files are written.")]),
+        );
+    });
+    let run = claude_stop_with_last_message(&gate, "lag", &transcript, "All files are written.");
+    writer.join().unwrap();
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.stderr, block(&[DEFAULT_EDIT_PROBLEM]));
+    let log = std::fs::read_to_string(gate.path("state/memloop/gate/debug.log")).unwrap();
+    assert!(
+        log.contains("claude session lag: waited ") && !log.contains("did not show"),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_last_message_that_never_shows_is_judged_on_what_is_there_and_logged() {
+    let gate = Gate::new();
+    let transcript = gate.path("t.jsonl");
+    append(
+        &transcript,
+        &lines(&[
+            tool_row("context_query"),
+            tool_row("Edit"),
+            tool_row("Edit"),
+        ]),
+    );
+    let run = claude_stop_with_last_message(&gate, "never", &transcript, "Not in the file.");
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.stderr, block(&[DEFAULT_EDIT_PROBLEM]));
+    let log = std::fs::read_to_string(gate.path("state/memloop/gate/debug.log")).unwrap();
+    assert_eq!(log.lines().count(), 1, "{log}");
+    assert!(
+        log.contains("claude session never:")
+            && log.contains("did not show the turn's last assistant message within"),
+        "{log}"
+    );
+}
+
 #[test]
 fn a_partial_last_line_is_read_once_it_is_complete() {
     let gate = Gate::new();

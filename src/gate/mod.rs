@@ -31,7 +31,8 @@
 //! Settings come from the `[gate]` and `[server]` sections of the `memloop.toml` found from the
 //! input's `cwd` (else the process's); when there is none or it cannot be read, the defaults
 //! apply and the gate still runs. State is kept per session in `$XDG_STATE_HOME/memloop/gate`
-//! (default `~/.local/state/memloop/gate`, mode 0700); see [`state`].
+//! (default `~/.local/state/memloop/gate`, mode 0700); see [`state`]. What the gate could not
+//! see (a transcript that never caught up) goes to `debug.log` there, one line per event.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -172,13 +173,43 @@ fn stop(agent: Agent) -> anyhow::Result<Outcome> {
         Agent::Claude => {
             let input = claude::parse_input(&input)?;
             let (mut state, slot) = store.load(name, &input.session_id)?;
+            // The retry after a block is allowed whatever the transcript says: no wait for it.
+            let last = match input.stop_hook_active {
+                true => None,
+                false => input.last_message.as_deref(),
+            };
             let read = std::path::absolute(&input.transcript)
                 .with_context(|| format!("cannot resolve {}", input.transcript.display()))
-                .and_then(|transcript| claude::collect(&mut state, &transcript, &tools));
+                .and_then(|transcript| {
+                    claude::collect(
+                        &mut state,
+                        &transcript,
+                        &tools,
+                        last,
+                        claude::TRANSCRIPT_WAIT,
+                    )
+                });
             match read {
                 // The retry after a block is let through, whatever became of the transcript.
                 Err(_) if input.stop_hook_active => return Ok(Outcome::Allow(settings.note)),
-                other => other?,
+                Err(err) => return Err(err),
+                Ok(claude::Caught::Up { waited }) if waited.is_zero() => {}
+                Ok(claude::Caught::Up { waited }) => store.debug(&format!(
+                    "claude session {}: waited {} ms for {} to show the turn's last assistant \
+                     message",
+                    input.session_id,
+                    waited.as_millis(),
+                    input.transcript.display()
+                )),
+                Ok(claude::Caught::Behind { waited }) => store.debug(&format!(
+                    "claude session {}: {} did not show the turn's last assistant message \
+                     within {} ms; judged the {} assistant entries and {} tool calls read",
+                    input.session_id,
+                    input.transcript.display(),
+                    waited.as_millis(),
+                    state.session.entries,
+                    state.session.tool_calls
+                )),
             }
             (slot, state, input.stop_hook_active)
         }

@@ -42,6 +42,10 @@ pub struct State {
     pub last_message_tools: Vec<String>,
     /// The previous stop was blocked (Kimi's loop guard).
     pub blocked_last: bool,
+    /// Claude: the key ([`super::claude::TextKey`]) of the newest assistant content read, when
+    /// it is a text; what `last_assistant_message` is compared with.
+    #[serde(default)]
+    pub tail_text: Option<u64>,
 }
 
 impl State {
@@ -208,6 +212,42 @@ impl Store {
             .open(path)
             .and_then(|mut file| file.write_all(&buf))
             .with_context(|| format!("cannot append to {}", path.display()))
+    }
+}
+
+/// The gate's debug log in the state directory; started afresh past this size.
+pub const DEBUG_LOG: &str = "debug.log";
+const DEBUG_LOG_MAX: u64 = 1 << 20;
+
+impl Store {
+    pub fn debug_log_path(&self) -> PathBuf {
+        self.dir.join(DEBUG_LOG)
+    }
+
+    /// Appends one line (with the Unix time) to the debug log. Best effort: the log never
+    /// changes a verdict, so a failure to write it is ignored.
+    pub fn debug(&self, line: &str) {
+        let path = self.debug_log_path();
+        let mut options = OpenOptions::new();
+        options.append(true).create(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        let Ok(mut file) = options.open(&path) else {
+            return;
+        };
+        if file.metadata().is_ok_and(|meta| meta.len() > DEBUG_LOG_MAX) {
+            let _ = file.set_len(0);
+        }
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
+        let one_line = line.split_whitespace().collect::<Vec<_>>().join(" ");
+        let _ = file.write_all(
+            format!("{}.{:03} {one_line}\n", now.as_secs(), now.subsec_millis()).as_bytes(),
+        );
     }
 }
 

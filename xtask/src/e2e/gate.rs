@@ -73,7 +73,23 @@ pub fn claude(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         );
     }
     expect(out.success(), "Claude Code exited with an error", &out)?;
+    report_debug_log(sb);
     check_loop(&fake, store, &sb.repo, &out)
+}
+
+/// The gate's debug log holds a line for every stop that had to wait for the transcript to
+/// catch up with `last_assistant_message` (and for every stop where it never did); shown so a
+/// repeat run says how often Claude Code's transcript lagged.
+fn report_debug_log(sb: &Sandbox) {
+    let log = sb.xdg_state.join("memloop/gate/debug.log");
+    match std::fs::read_to_string(&log) {
+        Ok(text) if !text.trim().is_empty() => {
+            for line in text.lines() {
+                println!("   gate debug log: {line}");
+            }
+        }
+        _ => println!("   gate debug log: empty (no stop had to wait for the transcript)"),
+    }
 }
 
 pub fn kimi(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
