@@ -682,3 +682,105 @@ fn opencode_plugin_sends_back_on_a_block_and_stops_after_three() {
     let result = run(&gate.path("no-such-memloop"));
     assert_eq!(result["counts"], json!([0, 0, 0, 0, 0]));
 }
+
+fn mkfifo(path: &Path) {
+    let status = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+/// Runs the hook with a stdin that is never closed, under a short budget.
+fn run_with_open_stdin(gate: &Gate, budget_ms: &str) -> (i32, String, std::time::Duration) {
+    let started = std::time::Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_memloop"))
+        .args(["hook", "stop", "--agent", "claude"])
+        .current_dir(gate.repo())
+        .env("HOME", gate.path("home"))
+        .env("XDG_STATE_HOME", gate.path("state"))
+        .env("MEMLOOP_GATE_BUDGET_MS", budget_ms)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Half an input, and the pipe stays open: the hook would wait forever.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"{\"session_id\": ").unwrap();
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+        started.elapsed(),
+    )
+}
+
+#[test]
+fn a_hook_input_that_never_ends_runs_out_of_budget_and_fails_open() {
+    let gate = Gate::new();
+    let (code, stderr, took) = run_with_open_stdin(&gate, "300");
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(
+        stderr,
+        "memloop hook: gave up after 300 ms while reading the hook input on stdin; the stop was \
+         not blocked\n"
+    );
+    assert!(took < std::time::Duration::from_secs(4), "{took:?}");
+    // The variable only shortens the budget: a huge value still ends at the built-in 5 s.
+    let (code, stderr, _) = run_with_open_stdin(&gate, "999999999");
+    assert_eq!(code, 1);
+    assert!(stderr.contains("gave up after 5000 ms"), "{stderr}");
+}
+
+#[test]
+fn a_transcript_that_is_a_device_or_a_fifo_is_refused_without_blocking() {
+    let gate = Gate::new();
+    let fifo = gate.path("t.fifo");
+    mkfifo(&fifo);
+    for transcript in [Path::new("/dev/zero"), fifo.as_path()] {
+        let started = std::time::Instant::now();
+        let run = gate.claude("dev", transcript, false);
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        assert!(
+            run.stderr.starts_with(&format!(
+                "memloop hook: cannot read {}: not a regular file but a",
+                transcript.display()
+            )) && run.stderr.ends_with("; the stop was not blocked\n"),
+            "{}",
+            run.stderr
+        );
+        assert!(!run.stderr.contains("gave up"), "{}", run.stderr);
+        assert!(started.elapsed() < std::time::Duration::from_secs(4));
+        // The retry after a block is still let through.
+        assert_eq!(gate.claude("dev", transcript, true).code, 0);
+    }
+}
+
+#[test]
+fn a_fifo_memloop_toml_is_not_read_and_the_defaults_apply() {
+    let gate = Gate::new();
+    std::fs::create_dir_all(gate.repo().join(".git")).unwrap();
+    mkfifo(&gate.repo().join("memloop.toml"));
+    let transcript = gate.path("t.jsonl");
+    append(
+        &transcript,
+        &lines(&[
+            tool_row("context_query"),
+            tool_row("Edit"),
+            tool_row("Edit"),
+        ]),
+    );
+    let run = gate.claude("fifo-toml", &transcript, false);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.stderr, block(&[DEFAULT_EDIT_PROBLEM]));
+    // No block: the note about the defaults reaches stderr.
+    append(&transcript, &lines(&[tool_row("memory_store"), text_row()]));
+    let run = gate.claude("fifo-toml", &transcript, false);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("memloop.toml: not a regular file but a FIFO")
+            && run.stderr.contains("using the default gate settings"),
+        "{}",
+        run.stderr
+    );
+}

@@ -23,6 +23,11 @@
 //!   so a broken gate never traps a session. Usage mistakes under `memloop hook` (unknown agent,
 //!   stray argument) exit 1 as well, never 2.
 //!
+//! Time budget: a whole run has [`BUDGET`] (5 s), well under the agents' hook timeouts; past it
+//! the gate prints `memloop hook: gave up after ...` and exits 1, so a stdin that never closes or
+//! a hung read never holds an agent. Only regular files are read (transcripts, session logs,
+//! the ledger, `memloop.toml`, state): a FIFO or a device such as `/dev/zero` is refused, exit 1.
+//!
 //! Loop guards: Claude Code's retry after a block arrives with `stop_hook_active` and is let
 //! through; Kimi Code never sets it, so the gate lets the stop right after its own block through
 //! ([`kimi`]); the OpenCode plugin sends the agent back at most 3 times in a row. The plugin
@@ -37,6 +42,8 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde_json::Value;
@@ -122,7 +129,56 @@ enum Outcome {
     Block(String),
 }
 
+/// The whole of one `memloop hook` run, well under the 15 s the installed hooks allow (10 s
+/// in the OpenCode plugin): past it the gate gives up and lets the stop through.
+pub const BUDGET: Duration = Duration::from_secs(5);
+
+/// What the run is doing, named in the message when the budget runs out.
+static PHASE: Mutex<&str> = Mutex::new("starting");
+/// Set once the answer is being given: the watchdog then stays quiet.
+static ANSWERED: Mutex<bool> = Mutex::new(false);
+
+fn phase(what: &'static str) {
+    *PHASE.lock().unwrap_or_else(|poison| poison.into_inner()) = what;
+}
+
+/// Runs `give` unless the watchdog answered already; the two never both answer.
+fn answer(give: impl FnOnce()) {
+    let mut answered = ANSWERED.lock().unwrap_or_else(|poison| poison.into_inner());
+    if !*answered {
+        *answered = true;
+        give();
+    }
+}
+
+/// The budget: `MEMLOOP_GATE_BUDGET_MS` may shorten it (tests use that), never lengthen it.
+fn budget() -> Duration {
+    std::env::var("MEMLOOP_GATE_BUDGET_MS")
+        .ok()
+        .and_then(|ms| ms.parse::<u64>().ok())
+        .map_or(BUDGET, |ms| Duration::from_millis(ms).min(BUDGET))
+}
+
+/// Ends the process with exit 1 when the run outlives its budget, whatever it is blocked on
+/// (a stdin that never closes, a slow disk, a git that hangs). State writes are torn-safe, so
+/// stopping at any point loses at most this stop's record.
+fn start_watchdog() {
+    let budget = budget();
+    std::thread::spawn(move || {
+        std::thread::sleep(budget);
+        answer(|| {
+            let what = *PHASE.lock().unwrap_or_else(|poison| poison.into_inner());
+            eprintln!(
+                "memloop hook: gave up after {} ms while {what}; the stop was not blocked",
+                budget.as_millis()
+            );
+            std::process::exit(1);
+        });
+    });
+}
+
 pub fn run(args: HookArgs) -> anyhow::Result<ExitCode> {
+    start_watchdog();
     let outcome = match args.command {
         Some(HookCommand::Stop(arg)) => Agent::parse(&arg).and_then(stop),
         Some(HookCommand::Record(arg)) => Agent::parse(&arg).and_then(record),
@@ -134,25 +190,29 @@ pub fn run(args: HookArgs) -> anyhow::Result<ExitCode> {
             "missing hook command; use `memloop hook stop --agent <AGENT>`"
         )),
     };
-    Ok(match outcome {
-        Ok(Outcome::Allow(note)) => {
-            if let Some(note) = note {
-                eprintln!("memloop hook: {}", one_line(&note));
+    let mut code = ExitCode::from(1);
+    answer(|| {
+        code = match outcome {
+            Ok(Outcome::Allow(note)) => {
+                if let Some(note) = note {
+                    eprintln!("memloop hook: {}", one_line(&note));
+                }
+                ExitCode::SUCCESS
             }
-            ExitCode::SUCCESS
-        }
-        Ok(Outcome::Block(message)) => {
-            eprintln!("{}", one_line(&message));
-            ExitCode::from(2)
-        }
-        Err(err) => {
-            eprintln!(
-                "memloop hook: {}; the stop was not blocked",
-                one_line(&format!("{err:#}"))
-            );
-            ExitCode::from(1)
-        }
-    })
+            Ok(Outcome::Block(message)) => {
+                eprintln!("{}", one_line(&message));
+                ExitCode::from(2)
+            }
+            Err(err) => {
+                eprintln!(
+                    "memloop hook: {}; the stop was not blocked",
+                    one_line(&format!("{err:#}"))
+                );
+                ExitCode::from(1)
+            }
+        };
+    });
+    Ok(code)
 }
 
 fn one_line(text: &str) -> String {
@@ -160,7 +220,9 @@ fn one_line(text: &str) -> String {
 }
 
 fn stop(agent: Agent) -> anyhow::Result<Outcome> {
+    phase("reading the hook input on stdin");
     let input = read_input()?;
+    phase("reading memloop.toml");
     let cwd = text_field(&input, &["cwd", "directory"])
         .map(PathBuf::from)
         .or_else(|| std::env::current_dir().ok());
@@ -168,6 +230,7 @@ fn stop(agent: Agent) -> anyhow::Result<Outcome> {
     let tools = ToolSets::new(&settings.gate);
     let store = Store::open()?;
 
+    phase("reading the agent's log");
     let name = agent.as_str();
     let (slot, mut state, active) = match agent {
         Agent::Claude => {
@@ -232,6 +295,7 @@ fn stop(agent: Agent) -> anyhow::Result<Outcome> {
     let verdict = rules::check(&mut state.session, active, &settings.gate, &settings.hint);
     state.blocked_last = matches!(verdict, Verdict::Block(_));
     // Saved before answering: a block whose check was not recorded would repeat forever.
+    phase("saving the gate state");
     store.save(&slot, &state)?;
     Ok(match verdict.message() {
         Some(message) => Outcome::Block(message),
@@ -246,7 +310,9 @@ fn record(agent: Agent) -> anyhow::Result<Outcome> {
             agent.as_str()
         );
     }
+    phase("reading the hook input on stdin");
     let input = read_input()?;
+    phase("recording the tool call");
     let record = opencode::parse_record(&input)?;
     let store = Store::open()?;
     opencode::record(&store, &record)?;
@@ -287,6 +353,23 @@ fn flag_field(input: &Value, key: &str) -> bool {
     }
 }
 
+/// `memloop.toml` in `root`, read only when it is a regular file (a FIFO there would hold the
+/// gate forever).
+fn read_config(root: &Path) -> anyhow::Result<Option<Config>> {
+    let path = root.join(config::FILE_NAME);
+    let bytes = match state::read_regular(&path, MAX_CONFIG) {
+        Ok(bytes) => bytes,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let text = String::from_utf8(bytes)
+        .with_context(|| format!("{} is not UTF-8 text", path.display()))?;
+    Config::parse(&text, &path).map(Some)
+}
+
+/// `memloop.toml` is a few dozen lines.
+const MAX_CONFIG: u64 = 1 << 20;
+
 /// The gate's settings for one stop.
 struct Settings {
     gate: GateConfig,
@@ -299,7 +382,7 @@ struct Settings {
 impl Settings {
     fn load(cwd: Option<&Path>) -> Settings {
         let root = cwd.and_then(config::find_root);
-        let (config, note) = match root.map(|root| Config::load(&root)) {
+        let (config, note) = match root.map(|root| read_config(&root)) {
             Some(Ok(Some(config))) => (config, None),
             Some(Err(err)) => (
                 Config::default(),

@@ -96,7 +96,7 @@ pub fn collect(
     tools: &ToolSets,
 ) -> anyhow::Result<()> {
     let recorded_before = state.session.tool_calls;
-    match std::fs::File::open(ledger) {
+    match super::state::open_regular(ledger) {
         // No call recorded yet: nothing to read.
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
         Err(err) => {

@@ -27,6 +27,8 @@ use super::rules::Session;
 const VERSION: u32 = 1;
 const MAX_AGE: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 const HASH_HEX: usize = 32;
+/// A state record is a few KiB; anything far larger is not one.
+const MAX_STATE: u64 = 16 << 20;
 
 /// What one session's file holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -127,7 +129,7 @@ impl Store {
         let mut newest: Option<(u64, Vec<u8>)> = None;
         for slot in 0..2 {
             let path = self.slot_path(&key, slot);
-            let bytes = match fs::read(&path) {
+            let bytes = match read_regular(&path, MAX_STATE) {
                 Ok(bytes) => bytes,
                 Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
                 Err(err) => {
@@ -322,7 +324,72 @@ fn is_old(entry: &fs::DirEntry, now: SystemTime) -> bool {
 
 /// Opens a log for reading, saying which file could not be read.
 pub fn open_log(path: &Path) -> anyhow::Result<File> {
-    File::open(path).with_context(|| format!("cannot read {}", path.display()))
+    open_regular(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// Opens `path` for reading only when it is a regular file (after symlinks). A FIFO, a device
+/// (`/dev/zero`), a socket or a directory is refused with an `InvalidInput` error naming what it
+/// is: reading one could block or never end. The open itself never waits on a FIFO (it is
+/// non-blocking), and the file is checked again once open, in case it was swapped meanwhile.
+pub fn open_regular(path: &Path) -> io::Result<File> {
+    refuse_irregular(&fs::metadata(path)?)?;
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path)?;
+    refuse_irregular(&file.metadata()?)?;
+    Ok(file)
+}
+
+fn refuse_irregular(meta: &fs::Metadata) -> io::Result<()> {
+    if meta.is_file() {
+        return Ok(());
+    }
+    let kind = file_kind(meta);
+    Err(io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("not a regular file but {kind}; the gate reads only regular files"),
+    ))
+}
+
+fn file_kind(meta: &fs::Metadata) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let kind = meta.file_type();
+        if kind.is_fifo() {
+            return "a FIFO";
+        }
+        if kind.is_char_device() || kind.is_block_device() {
+            return "a device";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    if meta.is_dir() {
+        "a directory"
+    } else {
+        "not a file"
+    }
+}
+
+/// Reads a whole regular file of at most `max` bytes.
+pub fn read_regular(path: &Path, max: u64) -> io::Result<Vec<u8>> {
+    let file = open_regular(path)?;
+    let mut bytes = Vec::new();
+    io::Read::read_to_end(&mut io::Read::take(file, max + 1), &mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("larger than {max} bytes"),
+        ));
+    }
+    Ok(bytes)
 }
 
 #[cfg(test)]
@@ -447,5 +514,32 @@ mod tests {
         assert!(!old.exists());
         assert!(new.exists());
         assert!(foreign.exists());
+    }
+
+    #[test]
+    fn only_regular_files_are_opened() {
+        let temp = tempfile::tempdir().unwrap();
+        let file = temp.path().join("t.jsonl");
+        fs::write(&file, b"{}\n").unwrap();
+        assert!(open_regular(&file).is_ok());
+        assert_eq!(read_regular(&file, 3).unwrap(), b"{}\n");
+        assert_eq!(
+            read_regular(&file, 2).unwrap_err().kind(),
+            io::ErrorKind::InvalidData
+        );
+        let err = open_regular(temp.path()).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        assert!(err.to_string().contains("a directory"), "{err}");
+        #[cfg(unix)]
+        {
+            let err = open_regular(Path::new("/dev/null")).unwrap_err();
+            assert!(err.to_string().contains("a device"), "{err}");
+        }
+        assert_eq!(
+            open_regular(&temp.path().join("missing"))
+                .unwrap_err()
+                .kind(),
+            io::ErrorKind::NotFound
+        );
     }
 }
