@@ -48,6 +48,10 @@ pub struct State {
     /// it is a text; what `last_assistant_message` is compared with.
     #[serde(default)]
     pub tail_text: Option<u64>,
+    /// Kimi: the session's log has step markers (`step.begin`); until one shows, each tool call
+    /// counts as an assistant entry.
+    #[serde(default)]
+    pub step_markers: bool,
 }
 
 impl State {
