@@ -784,3 +784,71 @@ fn a_fifo_memloop_toml_is_not_read_and_the_defaults_apply() {
         run.stderr
     );
 }
+
+/// The one-shot path: the verdict asked when a reply's text completes, inside the prompt loop.
+const PLUGIN_TEXT_COMPLETE_HARNESS: &str = r#"
+import { MemloopGate } from "./plugin.mjs";
+const prompts = [];
+const replies = { m3: [{ type: "text" }, { type: "tool" }], m4: [{ type: "text" }] };
+const client = { session: {
+  prompt: async (request) => { prompts.push(request); },
+  message: async ({ path }) => ({ data: { info: { id: path.messageID }, parts: replies[path.messageID] || [] } }),
+} };
+const hooks = await MemloopGate({ client, directory: process.argv[2] });
+const sid = "ses_run";
+await hooks["chat.message"]({ sessionID: sid, agent: "build",
+  model: { providerID: "fake", modelID: "fake-model" } }, {});
+let message = 0;
+const step = async (tool) => {
+  message += 1;
+  await hooks.event({ event: { type: "message.updated",
+    properties: { info: { id: "m" + message, role: "assistant", sessionID: sid } } } });
+  if (tool) await hooks["tool.execute.after"]({ tool, sessionID: sid, callID: "c" + message }, {});
+};
+const counts = [];
+await step("memory_context_query");
+await step("write");
+await step("edit");
+// A text before a tool call in the same reply: not the turn's end.
+await hooks["experimental.text.complete"]({ sessionID: sid, messageID: "m3", partID: "p3" }, { text: "x" });
+counts.push(prompts.length);
+await step(null);
+await hooks["experimental.text.complete"]({ sessionID: sid, messageID: "m4", partID: "p4" }, { text: "done" });
+counts.push(prompts.length);
+// The idle that follows judges nothing new.
+await hooks.event({ event: { type: "session.idle", properties: { sessionID: sid } } });
+await new Promise((resolve) => setTimeout(resolve, 20));
+counts.push(prompts.length);
+console.log(JSON.stringify({ counts, first: prompts[0] }));
+"#;
+
+#[test]
+fn opencode_plugin_sends_back_inside_the_prompt_loop_when_the_answer_completes() {
+    let Some(node) = node() else {
+        eprintln!("skipped: node is not on PATH");
+        return;
+    };
+    let gate = Gate::new();
+    std::fs::write(gate.path("plugin.mjs"), memloop::gate::OPENCODE_PLUGIN).unwrap();
+    std::fs::write(gate.path("harness.mjs"), PLUGIN_TEXT_COMPLETE_HARNESS).unwrap();
+    let out = Command::new(&node)
+        .arg(gate.path("harness.mjs"))
+        .arg(gate.repo())
+        .env("MEMLOOP_BIN", env!("CARGO_BIN_EXE_memloop"))
+        .env("HOME", gate.path("home"))
+        .env("XDG_STATE_HOME", gate.path("state"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["counts"], json!([0, 1, 1]), "{result}");
+    let first = &result["first"];
+    assert_eq!(first["path"]["id"], "ses_run");
+    assert_eq!(first["body"]["noReply"], true);
+    assert_eq!(first["body"]["agent"], "build");
+    assert_eq!(first["body"]["model"]["modelID"], "fake-model");
+    assert_eq!(
+        first["body"]["parts"][0]["text"],
+        block(&[DEFAULT_EDIT_PROBLEM]).trim_end()
+    );
+}

@@ -129,6 +129,11 @@ const SCENARIOS: &[Scenario] = &[
         run: gate::opencode,
     },
     Scenario {
+        name: "gate-opencode-run",
+        about: "one-shot `opencode run` edits, the plugin sends it back before the run exits, it stores over MCP",
+        run: gate::opencode_run,
+    },
+    Scenario {
         name: "gate-kimi",
         about: "Kimi Code edits, the [[hooks]] Stop gate sends it back, it stores over MCP",
         run: gate::kimi,
