@@ -852,3 +852,84 @@ fn opencode_plugin_sends_back_inside_the_prompt_loop_when_the_answer_completes()
         block(&[DEFAULT_EDIT_PROBLEM]).trim_end()
     );
 }
+
+fn git_in(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@127.0.0.1")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@127.0.0.1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+/// An edit the way `sed -i` makes one, a little after what came before (file times tick in
+/// jiffies).
+fn shell_edit(path: &Path, text: &str) {
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn edits_made_through_a_shell_count_when_the_window_holds_a_shell_call() {
+    let gate = Gate::new();
+    let repo = gate.repo();
+    git_in(&repo, &["init", "-q"]);
+    std::fs::write(repo.join("tax.py"), "round(total)\n").unwrap();
+    std::fs::write(repo.join("dirty.txt"), "committed\n").unwrap();
+    git_in(&repo, &["add", "."]);
+    git_in(&repo, &["commit", "-qm", "init"]);
+    // Dirty before the session started: not the agent's edit.
+    std::fs::write(repo.join("dirty.txt"), "the user's own work\n").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(repo.join("dirty.txt"))
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
+        .unwrap();
+    // The session starts later than that (file times tick in jiffies).
+    std::thread::sleep(std::time::Duration::from_millis(30));
+
+    let transcript = gate.path("t.jsonl");
+    append(&transcript, &lines(&[tool_row("context_query")]));
+    // `sed -i` through Bash: no edit tool call.
+    shell_edit(&repo.join("tax.py"), "round(line) for line in lines\n");
+    append(&transcript, &lines(&[tool_row("Bash"), tool_row("Read")]));
+    let run = gate.claude("shell", &transcript, false);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .starts_with("KNOWLEDGE CHECK: Modified 1 file(s) but stored nothing."),
+        "{}",
+        run.stderr
+    );
+    append(&transcript, &lines(&[tool_row("memory_store"), text_row()]));
+    assert_eq!(gate.claude("shell", &transcript, false).code, 0);
+
+    // A file already dirty, edited again through the shell: it counts.
+    shell_edit(&repo.join("dirty.txt"), "the agent's heredoc\n");
+    append(&transcript, &lines(&[tool_row("Bash"), text_row()]));
+    let run = gate.claude("shell", &transcript, false);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("Modified 1 file(s)"), "{}", run.stderr);
+    append(&transcript, &lines(&[tool_row("memory_store"), text_row()]));
+    assert_eq!(gate.claude("shell", &transcript, false).code, 0);
+
+    // A window without a shell call: the worktree is not looked at, the tool count applies.
+    shell_edit(&repo.join("tax.py"), "changed by someone else\n");
+    append(&transcript, &lines(&[tool_row("Read"), text_row()]));
+    let run = gate.claude("shell", &transcript, false);
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+
+    // `shell_tools = []` turns the worktree count off.
+    std::fs::write(repo.join("memloop.toml"), "[gate]\nshell_tools = []\n").unwrap();
+    shell_edit(&repo.join("tax.py"), "once more\n");
+    append(&transcript, &lines(&[tool_row("Bash"), text_row()]));
+    let run = gate.claude("shell", &transcript, false);
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+}

@@ -33,6 +33,10 @@ use super::rules::ToolSets;
 use super::state::{self, State};
 
 /// What the gate takes from Claude Code's Stop input.
+/// Claude Code's shell tool. What it changes in the worktree is counted at the check
+/// (unless `[gate] shell_tools` names others).
+pub const SHELL_TOOLS: &[&str] = &["Bash"];
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Input {
     pub session_id: String,

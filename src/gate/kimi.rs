@@ -22,6 +22,10 @@ use super::jsonl::{self, Cursor, Resume};
 use super::rules::ToolSets;
 use super::state::{self, State};
 
+/// Kimi Code 2.x's shell tool, and legacy kimi-cli's. What it changes in the worktree is counted at the check
+/// (unless `[gate] shell_tools` names others).
+pub const SHELL_TOOLS: &[&str] = &["Bash", "Shell"];
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Input {
     pub session_id: String,

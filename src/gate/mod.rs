@@ -56,6 +56,7 @@ pub mod kimi;
 pub mod opencode;
 pub mod rules;
 pub mod state;
+pub mod worktree;
 
 use rules::{StoreHint, ToolSets, Verdict};
 use state::Store;
@@ -220,6 +221,7 @@ fn one_line(text: &str) -> String {
 }
 
 fn stop(agent: Agent) -> anyhow::Result<Outcome> {
+    let started = std::time::SystemTime::now();
     phase("reading the hook input on stdin");
     let input = read_input()?;
     phase("reading memloop.toml");
@@ -227,7 +229,11 @@ fn stop(agent: Agent) -> anyhow::Result<Outcome> {
         .map(PathBuf::from)
         .or_else(|| std::env::current_dir().ok());
     let settings = Settings::load(cwd.as_deref());
-    let tools = ToolSets::new(&settings.gate);
+    let tools = ToolSets::new(&settings.gate).shell_defaults(match agent {
+        Agent::Claude => claude::SHELL_TOOLS,
+        Agent::Kimi => kimi::SHELL_TOOLS,
+        Agent::Opencode => opencode::SHELL_TOOLS,
+    });
     let store = Store::open()?;
 
     phase("reading the agent's log");
@@ -292,7 +298,28 @@ fn stop(agent: Agent) -> anyhow::Result<Outcome> {
             (slot, state, input.stop_hook_active)
         }
     };
+    let due = rules::not_due(&state.session, active, &settings.gate).is_none();
+    // Only a window with a shell call pays for git: edits made through it are not tool calls.
+    if due
+        && state.session.window.shells > 0
+        && let Some(dir) = cwd.as_deref()
+    {
+        phase("reading the worktree (git status)");
+        let since = state.window_start();
+        let check = state.session.checks;
+        if let Some(count) = worktree::count(dir, state.worktree.as_ref(), check, since, check + 1)
+        {
+            state.session.window.worktree_edits = count.changed;
+            state.worktree = count.keep;
+        }
+    }
     let verdict = rules::check(&mut state.session, active, &settings.gate, &settings.hint);
+    if due {
+        let since_epoch = started
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        state.checked_at_ms = u64::try_from(since_epoch.as_millis()).ok();
+    }
     state.blocked_last = matches!(verdict, Verdict::Block(_));
     // Saved before answering: a block whose check was not recorded would repeat forever.
     phase("saving the gate state");

@@ -20,6 +20,10 @@ use super::jsonl::{self, Cursor};
 use super::rules::ToolSets;
 use super::state::{State, Store};
 
+/// OpenCode's shell tool. What it changes in the worktree is counted at the check
+/// (unless `[gate] shell_tools` names others).
+pub const SHELL_TOOLS: &[&str] = &["bash"];
+
 pub const AGENT: &str = "opencode";
 
 /// One call recorded by the plugin.

@@ -52,6 +52,12 @@ pub struct State {
     /// counts as an assistant entry.
     #[serde(default)]
     pub step_markers: bool,
+    /// The worktree at the last check whose window held a shell call.
+    #[serde(default)]
+    pub worktree: Option<super::worktree::Snapshot>,
+    /// When the last recorded check began (ms since the Unix epoch).
+    #[serde(default)]
+    pub checked_at_ms: Option<u64>,
 }
 
 impl State {
@@ -60,6 +66,16 @@ impl State {
             version: VERSION,
             ..State::default()
         }
+    }
+
+    /// Since when worktree changes belong to the current window: the start of the last recorded
+    /// check, else the creation of the session's (first) log.
+    pub fn window_start(&self) -> Option<SystemTime> {
+        if let Some(ms) = self.checked_at_ms {
+            return Some(SystemTime::UNIX_EPOCH + Duration::from_millis(ms));
+        }
+        let log = &self.cursors.first()?.path;
+        fs::metadata(log).ok()?.created().ok()
     }
 
     /// Forgets everything read from the logs: they are read again from byte 0.
