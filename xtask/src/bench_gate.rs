@@ -1,4 +1,4 @@
-//! `cargo xtask bench gate [--sizes 1,10,100] [--runs N]`: the Stop gate against a Python
+//! `cargo xtask bench gate [--sizes 1,10,100] [--runs N] [--skip-worktree]`: the Stop gate against a Python
 //! baseline that re-reads the whole transcript at every stop, as the seed's hook does.
 //!
 //! Whole processes on the same generated transcripts in the same run: wall time from spawn to
@@ -12,6 +12,11 @@
 //! transcript holds it. Repeat checks are measured with that field (the transcript already
 //! current, as after every flushed turn) and without it: the wait must cost nothing when there
 //! is nothing to wait for (target: within 10% or 0.3 ms of the check without the field).
+//!
+//! Edits through a shell: in a git repository of 10,000 committed files, checks whose window
+//! holds a `Bash` call (the gate runs git status and fingerprints what changed) against checks
+//! whose window does not, the two taking turns. Target: the added cost at most 500 ms, far under
+//! the 15 s hook timeout (`--skip-worktree` leaves it out).
 //!
 //! The Python baseline is `xtask/assets/gate_baseline.py`. The transcripts imitate Claude Code's:
 //! turns of prompts, assistant text, thinking and tool calls, and tool results that also carry
@@ -66,13 +71,164 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         };
         rows.push(bench.measure(size, bytes, options.runs)?);
     }
+    let worktree = match options.worktree {
+        true => Some(worktree_cost(&memloop, temp.path(), options.runs)?),
+        false => None,
+    };
     print_table(&rows);
+    if let Some(cost) = &worktree {
+        cost.print();
+    }
     println!(
         "(a child's peak RSS includes this process's own peak at spawn, {:.1} MiB here, so \
          small figures are upper bounds)",
         own_peak_kib() as f64 / 1024.0
     );
-    check_targets(&rows)
+    check_targets(&rows, worktree.as_ref())
+}
+
+/// Checks in a 10,000-file repository with and without a shell call in the window.
+struct WorktreeCost {
+    files: usize,
+    with_shell: Timing,
+    without: Timing,
+    git_status: Timing,
+}
+
+impl WorktreeCost {
+    fn added(&self) -> Duration {
+        self.with_shell.best.saturating_sub(self.without.best)
+    }
+
+    fn print(&self) {
+        println!(
+            "\nshell edits in a git repository of {} files: check with a Bash call in the window {}, \
+             without {}, added {}; `git status` alone {}",
+            self.files,
+            timing(self.with_shell),
+            timing(self.without),
+            ms(self.added()),
+            timing(self.git_status)
+        );
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "bench")
+        .env("GIT_AUTHOR_EMAIL", "bench@127.0.0.1")
+        .env("GIT_COMMITTER_NAME", "bench")
+        .env("GIT_COMMITTER_EMAIL", "bench@127.0.0.1")
+        .output()
+        .context("cannot run git; the worktree benchmark needs it (or --skip-worktree)")?;
+    ensure!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}
+
+fn worktree_cost(memloop: &Path, temp: &Path, runs: usize) -> anyhow::Result<WorktreeCost> {
+    const FILES: usize = 10_000;
+    let repo = temp.join("repo10k");
+    for n in 0..FILES {
+        let dir = repo.join(format!("src/m{:03}", n / 100));
+        if n % 100 == 0 {
+            std::fs::create_dir_all(&dir)?;
+        }
+        std::fs::write(
+            dir.join(format!("f{n:05}.rs")),
+            format!("pub fn f{n}() -> u32 {{ {n} }}\n"),
+        )?;
+    }
+    git(&repo, &["init", "-q"])?;
+    git(&repo, &["add", "."])?;
+    git(&repo, &["commit", "-qm", "10,000 files"])?;
+    // A few files dirty before the session, as in a working copy.
+    for n in [3, 4_242, 9_999] {
+        let path = repo.join(format!("src/m{:03}/f{n:05}.rs", n / 100));
+        std::fs::write(path, "// work in progress\n")?;
+    }
+    let transcript = temp.join("worktree-transcript.jsonl");
+    let row = |k: usize, tool: Option<&str>| match tool {
+        Some(name) => format!(
+            "{{\"type\":\"assistant\",\"message\":{{\"id\":\"w{k}\",\"content\":[{{\"type\":\"tool_use\",\"id\":\"t{k}\",\"name\":\"{name}\",\"input\":{{}}}}]}}}}\n"
+        ),
+        None => format!(
+            "{{\"type\":\"assistant\",\"message\":{{\"id\":\"w{k}\",\"content\":[{{\"type\":\"text\",\"text\":\"done\"}}]}}}}\n"
+        ),
+    };
+    let mut k = 0;
+    let mut append = |tools: &[Option<&str>]| -> anyhow::Result<()> {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&transcript)?;
+        for tool in tools {
+            k += 1;
+            file.write_all(row(k, *tool).as_bytes())?;
+        }
+        Ok(())
+    };
+    let stop = || -> anyhow::Result<Duration> {
+        let input = format!(
+            "{{\"session_id\":\"worktree\",\"transcript_path\":\"{}\",\"cwd\":\"{}\",\
+             \"hook_event_name\":\"Stop\",\"stop_hook_active\":false,\"last_assistant_message\":\"done\"}}",
+            transcript.display(),
+            repo.display()
+        );
+        let mut command = Command::new(memloop);
+        command
+            .args(["hook", "stop", "--agent", "claude"])
+            .current_dir(&repo)
+            .env("XDG_STATE_HOME", temp.join("worktree-state"));
+        let sample = spawn_measured(command, &input)?;
+        ensure!(
+            sample.code == 0 || sample.code == 2,
+            "memloop failed (exit {}) in the 10,000-file repository",
+            sample.code
+        );
+        Ok(sample.wall)
+    };
+    append(&[
+        Some("mcp__memory__context_query"),
+        Some("Read"),
+        Some("Read"),
+    ])?;
+    stop()?;
+    let (mut with_shell, mut without, mut status) = (Vec::new(), Vec::new(), Vec::new());
+    for n in 0..runs.max(5) {
+        // `sed -i` through Bash: one file changes.
+        let path = repo.join(format!("src/m{:03}/f{:05}.rs", n % 100, n * 37 % FILES));
+        std::fs::write(path, format!("// edited by a shell, run {n}\n"))?;
+        append(&[Some("Bash"), None])?;
+        with_shell.push(stop()?);
+        append(&[Some("Read"), None])?;
+        without.push(stop()?);
+        let started = Instant::now();
+        git(
+            &repo,
+            &[
+                "status",
+                "--porcelain=v2",
+                "-z",
+                "--untracked-files=all",
+                "--no-renames",
+            ],
+        )?;
+        status.push(started.elapsed());
+    }
+    Ok(WorktreeCost {
+        files: FILES,
+        with_shell: Timing::of(&mut with_shell),
+        without: Timing::of(&mut without),
+        git_status: Timing::of(&mut status),
+    })
 }
 
 /// Both programs read from the page cache, not the disk. Read in small pieces: this
@@ -100,6 +256,7 @@ fn own_peak_kib() -> u64 {
 struct Options {
     sizes: Vec<u64>,
     runs: usize,
+    worktree: bool,
 }
 
 impl Options {
@@ -107,6 +264,7 @@ impl Options {
         let mut options = Options {
             sizes: vec![1, 10, 100],
             runs: 15,
+            worktree: true,
         };
         let mut args = args.iter();
         while let Some(arg) = args.next() {
@@ -126,8 +284,9 @@ impl Options {
                         .with_context(|| format!("--runs {runs}: give a number"))?;
                     ensure!(options.runs > 0, "--runs must be at least 1");
                 }
+                "--skip-worktree" => options.worktree = false,
                 other => bail!(
-                    "unknown argument {other:?}; usage: cargo xtask bench gate [--sizes 1,10,100] [--runs N]"
+                    "unknown argument {other:?}; usage: cargo xtask bench gate [--sizes 1,10,100] [--runs N] [--skip-worktree]"
                 ),
             }
         }
@@ -724,7 +883,7 @@ fn print_table(rows: &[Row]) {
     }
 }
 
-fn check_targets(rows: &[Row]) -> anyhow::Result<()> {
+fn check_targets(rows: &[Row], worktree: Option<&WorktreeCost>) -> anyhow::Result<()> {
     let mut misses = Vec::new();
     let mut report = |ok: bool, text: String| {
         println!("{} {text}", if ok { "PASS" } else { "MISS" });
@@ -773,6 +932,16 @@ fn check_targets(rows: &[Row]) -> anyhow::Result<()> {
                 "{} MB memloop peak RSS {:.1} MiB (target <= 10 MiB)",
                 row.size_mb,
                 row.ml_rss_kib as f64 / 1024.0
+            ),
+        );
+    }
+    if let Some(cost) = worktree {
+        report(
+            cost.added() <= Duration::from_millis(500),
+            format!(
+                "shell-edit count in a {}-file repository adds {} to a check (target <= 500 ms)",
+                cost.files,
+                ms(cost.added())
             ),
         );
     }
