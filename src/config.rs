@@ -171,6 +171,11 @@ pub struct GateConfig {
     /// A tool whose name contains one of these looks the memory up.
     #[serde(default = "default_lookup_tools")]
     pub lookup_tools: Vec<String>,
+    /// Shell-like tool names (exact match). When a check's window holds one, the files changed
+    /// in the git worktree since the previous check count as edits. Unset: each agent's own
+    /// (Claude Code `Bash`; OpenCode `bash`; Kimi Code `Bash`, `Shell`); `[]` turns it off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell_tools: Option<Vec<String>>,
 }
 
 impl Default for GateConfig {
@@ -181,6 +186,7 @@ impl Default for GateConfig {
             edit_tools: default_edit_tools(),
             store_tools: default_store_tools(),
             lookup_tools: default_lookup_tools(),
+            shell_tools: None,
         }
     }
 }

@@ -511,6 +511,60 @@ fn completions_cover_every_command() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+fn live_warns_when_kimis_session_log_has_tool_calls_but_no_step_markers() {
+    let sandbox = Sandbox::new();
+    sandbox.script(
+        "kimi",
+        "case \"$1\" in\n  --version) echo \"2.1.0\" ;;\n  doctor) echo \"Kimi doctor found no issues.\" ;;\nesac",
+    );
+    sandbox.init("kimi", &[]);
+    sandbox.trust_for_kimi();
+    let agents = sandbox
+        .home
+        .join(".kimi-code/sessions")
+        .join(memloop::agents::kimi::trust_key(&sandbox.repo))
+        .join("session_1/agents/main");
+    std::fs::create_dir_all(&agents).unwrap();
+    let row = |event: &str| {
+        format!(
+            "{{\"type\":\"context.append_loop_event\",\"agentId\":\"main\",\"event\":{event}}}\n"
+        )
+    };
+    let log = agents.join("wire.jsonl");
+    let moved = |text: &str| {
+        let out = sandbox.run(&["doctor", "--live", "--format", "json", "--timeout", "30"]);
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == "kimi.live" && f["message"].as_str().unwrap_or("").contains(text))
+            .cloned()
+    };
+    std::fs::write(
+        &log,
+        row(r#"{"type":"turn.step.start"}"#)
+            + &row(r#"{"type":"tool.call","name":"Write"}"#)
+            + &row(r#"{"type":"tool.call","name":"Write"}"#),
+    )
+    .unwrap();
+    let finding = moved("log format moved").expect("a warning about the log format");
+    assert_eq!(finding["severity"], "warning", "{finding}");
+    assert!(
+        finding["message"]
+            .as_str()
+            .unwrap()
+            .contains("has 2 tool calls but no `step.begin` step markers"),
+        "{finding}"
+    );
+    std::fs::write(
+        &log,
+        row(r#"{"type":"step.begin"}"#) + &row(r#"{"type":"tool.call","name":"Write"}"#),
+    )
+    .unwrap();
+    assert_eq!(moved("log format moved"), None);
+}
+
 fn main() {
     harness::run(
         "doctor/cases",
@@ -524,6 +578,10 @@ fn main() {
             (
                 "live_probe_over_http_sends_the_session_and_the_referenced_token",
                 live_probe_over_http_sends_the_session_and_the_referenced_token,
+            ),
+            (
+                "live_warns_when_kimis_session_log_has_tool_calls_but_no_step_markers",
+                live_warns_when_kimis_session_log_has_tool_calls_but_no_step_markers,
             ),
             (
                 "completions_cover_every_command",

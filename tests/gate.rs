@@ -239,6 +239,78 @@ fn failure_story_store_before_first_lookup_is_not_sent_back_at_every_later_stop(
     }
 }
 
+fn claude_stop_with_last_message(gate: &Gate, session: &str, transcript: &Path, last: &str) -> Run {
+    gate.run(
+        &["hook", "stop", "--agent", "claude"],
+        &json!({
+            "session_id": session,
+            "transcript_path": transcript,
+            "cwd": gate.repo(),
+            "hook_event_name": "Stop",
+            "stop_hook_active": false,
+            "last_assistant_message": last,
+        }),
+    )
+}
+
+fn final_text_row(text: &str) -> String {
+    json!({"type": "assistant", "message": {"content": [{"type": "text", "text": text}]}})
+        .to_string()
+}
+
+#[test]
+fn a_transcript_lagging_the_stop_is_waited_for() {
+    // Claude Code ran the Stop hook before the last tool calls were in the file: 2 of 3 calls
+    // seen meant "fewer than 3 tool calls" and the edits went through.
+    let gate = Gate::new();
+    let transcript = gate.path("t.jsonl");
+    append(
+        &transcript,
+        &lines(&[tool_row("context_query"), tool_row("Write")]),
+    );
+    let late = transcript.clone();
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        append(
+            &late,
+            &lines(&[tool_row("Write"), final_text_row("All files are written.")]),
+        );
+    });
+    let run = claude_stop_with_last_message(&gate, "lag", &transcript, "All files are written.");
+    writer.join().unwrap();
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.stderr, block(&[DEFAULT_EDIT_PROBLEM]));
+    let log = std::fs::read_to_string(gate.path("state/memloop/gate/debug.log")).unwrap();
+    assert!(
+        log.contains("claude session lag: waited ") && !log.contains("did not show"),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_last_message_that_never_shows_is_judged_on_what_is_there_and_logged() {
+    let gate = Gate::new();
+    let transcript = gate.path("t.jsonl");
+    append(
+        &transcript,
+        &lines(&[
+            tool_row("context_query"),
+            tool_row("Edit"),
+            tool_row("Edit"),
+        ]),
+    );
+    let run = claude_stop_with_last_message(&gate, "never", &transcript, "Not in the file.");
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.stderr, block(&[DEFAULT_EDIT_PROBLEM]));
+    let log = std::fs::read_to_string(gate.path("state/memloop/gate/debug.log")).unwrap();
+    assert_eq!(log.lines().count(), 1, "{log}");
+    assert!(
+        log.contains("claude session never:")
+            && log.contains("did not show the turn's last assistant message within"),
+        "{log}"
+    );
+}
+
 #[test]
 fn a_partial_last_line_is_read_once_it_is_complete() {
     let gate = Gate::new();
@@ -609,4 +681,256 @@ fn opencode_plugin_sends_back_on_a_block_and_stops_after_three() {
     // No memloop at all: the session goes on, nothing is sent, nothing throws.
     let result = run(&gate.path("no-such-memloop"));
     assert_eq!(result["counts"], json!([0, 0, 0, 0, 0]));
+}
+
+fn mkfifo(path: &Path) {
+    let status = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+/// Runs the hook with a stdin that is never closed, under a short budget.
+fn run_with_open_stdin(gate: &Gate, budget_ms: &str) -> (i32, String, std::time::Duration) {
+    let started = std::time::Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_memloop"))
+        .args(["hook", "stop", "--agent", "claude"])
+        .current_dir(gate.repo())
+        .env("HOME", gate.path("home"))
+        .env("XDG_STATE_HOME", gate.path("state"))
+        .env("MEMLOOP_GATE_BUDGET_MS", budget_ms)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Half an input, and the pipe stays open: the hook would wait forever.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"{\"session_id\": ").unwrap();
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+        started.elapsed(),
+    )
+}
+
+#[test]
+fn a_hook_input_that_never_ends_runs_out_of_budget_and_fails_open() {
+    let gate = Gate::new();
+    let (code, stderr, took) = run_with_open_stdin(&gate, "300");
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(
+        stderr,
+        "memloop hook: gave up after 300 ms while reading the hook input on stdin; the stop was \
+         not blocked\n"
+    );
+    assert!(took < std::time::Duration::from_secs(4), "{took:?}");
+    // The variable only shortens the budget: a huge value still ends at the built-in 5 s.
+    let (code, stderr, _) = run_with_open_stdin(&gate, "999999999");
+    assert_eq!(code, 1);
+    assert!(stderr.contains("gave up after 5000 ms"), "{stderr}");
+}
+
+#[test]
+fn a_transcript_that_is_a_device_or_a_fifo_is_refused_without_blocking() {
+    let gate = Gate::new();
+    let fifo = gate.path("t.fifo");
+    mkfifo(&fifo);
+    for transcript in [Path::new("/dev/zero"), fifo.as_path()] {
+        let started = std::time::Instant::now();
+        let run = gate.claude("dev", transcript, false);
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        assert!(
+            run.stderr.starts_with(&format!(
+                "memloop hook: cannot read {0}: {0} is a ",
+                transcript.display()
+            )) && run.stderr.contains("not a regular file")
+                && run.stderr.ends_with("; the stop was not blocked\n"),
+            "{}",
+            run.stderr
+        );
+        assert!(!run.stderr.contains("gave up"), "{}", run.stderr);
+        assert!(started.elapsed() < std::time::Duration::from_secs(4));
+        // The retry after a block is still let through.
+        assert_eq!(gate.claude("dev", transcript, true).code, 0);
+    }
+}
+
+#[test]
+fn a_fifo_memloop_toml_is_not_read_and_the_defaults_apply() {
+    let gate = Gate::new();
+    std::fs::create_dir_all(gate.repo().join(".git")).unwrap();
+    mkfifo(&gate.repo().join("memloop.toml"));
+    let transcript = gate.path("t.jsonl");
+    append(
+        &transcript,
+        &lines(&[
+            tool_row("context_query"),
+            tool_row("Edit"),
+            tool_row("Edit"),
+        ]),
+    );
+    let run = gate.claude("fifo-toml", &transcript, false);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.stderr, block(&[DEFAULT_EDIT_PROBLEM]));
+    // No block: the note about the defaults reaches stderr.
+    append(&transcript, &lines(&[tool_row("memory_store"), text_row()]));
+    let run = gate.claude("fifo-toml", &transcript, false);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("memloop.toml is a FIFO (named pipe), not a regular file")
+            && run.stderr.contains("using the default gate settings"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// The one-shot path: the verdict asked when a reply's text completes, inside the prompt loop.
+const PLUGIN_TEXT_COMPLETE_HARNESS: &str = r#"
+import { MemloopGate } from "./plugin.mjs";
+const prompts = [];
+const replies = { m3: [{ type: "text" }, { type: "tool" }], m4: [{ type: "text" }] };
+const client = { session: {
+  prompt: async (request) => { prompts.push(request); },
+  message: async ({ path }) => ({ data: { info: { id: path.messageID }, parts: replies[path.messageID] || [] } }),
+} };
+const hooks = await MemloopGate({ client, directory: process.argv[2] });
+const sid = "ses_run";
+await hooks["chat.message"]({ sessionID: sid, agent: "build",
+  model: { providerID: "fake", modelID: "fake-model" } }, {});
+let message = 0;
+const step = async (tool) => {
+  message += 1;
+  await hooks.event({ event: { type: "message.updated",
+    properties: { info: { id: "m" + message, role: "assistant", sessionID: sid } } } });
+  if (tool) await hooks["tool.execute.after"]({ tool, sessionID: sid, callID: "c" + message }, {});
+};
+const counts = [];
+await step("memory_context_query");
+await step("write");
+await step("edit");
+// A text before a tool call in the same reply: not the turn's end.
+await hooks["experimental.text.complete"]({ sessionID: sid, messageID: "m3", partID: "p3" }, { text: "x" });
+counts.push(prompts.length);
+await step(null);
+await hooks["experimental.text.complete"]({ sessionID: sid, messageID: "m4", partID: "p4" }, { text: "done" });
+counts.push(prompts.length);
+// The idle that follows judges nothing new.
+await hooks.event({ event: { type: "session.idle", properties: { sessionID: sid } } });
+await new Promise((resolve) => setTimeout(resolve, 20));
+counts.push(prompts.length);
+console.log(JSON.stringify({ counts, first: prompts[0] }));
+"#;
+
+#[test]
+fn opencode_plugin_sends_back_inside_the_prompt_loop_when_the_answer_completes() {
+    let Some(node) = node() else {
+        eprintln!("skipped: node is not on PATH");
+        return;
+    };
+    let gate = Gate::new();
+    std::fs::write(gate.path("plugin.mjs"), memloop::gate::OPENCODE_PLUGIN).unwrap();
+    std::fs::write(gate.path("harness.mjs"), PLUGIN_TEXT_COMPLETE_HARNESS).unwrap();
+    let out = Command::new(&node)
+        .arg(gate.path("harness.mjs"))
+        .arg(gate.repo())
+        .env("MEMLOOP_BIN", env!("CARGO_BIN_EXE_memloop"))
+        .env("HOME", gate.path("home"))
+        .env("XDG_STATE_HOME", gate.path("state"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["counts"], json!([0, 1, 1]), "{result}");
+    let first = &result["first"];
+    assert_eq!(first["path"]["id"], "ses_run");
+    assert_eq!(first["body"]["noReply"], true);
+    assert_eq!(first["body"]["agent"], "build");
+    assert_eq!(first["body"]["model"]["modelID"], "fake-model");
+    assert_eq!(
+        first["body"]["parts"][0]["text"],
+        block(&[DEFAULT_EDIT_PROBLEM]).trim_end()
+    );
+}
+
+fn git_in(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@127.0.0.1")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@127.0.0.1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+/// An edit the way `sed -i` makes one, a little after what came before (file times tick in
+/// jiffies).
+fn shell_edit(path: &Path, text: &str) {
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn edits_made_through_a_shell_count_when_the_window_holds_a_shell_call() {
+    let gate = Gate::new();
+    let repo = gate.repo();
+    git_in(&repo, &["init", "-q"]);
+    std::fs::write(repo.join("tax.py"), "round(total)\n").unwrap();
+    std::fs::write(repo.join("dirty.txt"), "committed\n").unwrap();
+    git_in(&repo, &["add", "."]);
+    git_in(&repo, &["commit", "-qm", "init"]);
+    // Dirty before the session started: not the agent's edit.
+    std::fs::write(repo.join("dirty.txt"), "the user's own work\n").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(repo.join("dirty.txt"))
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
+        .unwrap();
+    // The session starts later than that (file times tick in jiffies).
+    std::thread::sleep(std::time::Duration::from_millis(30));
+
+    let transcript = gate.path("t.jsonl");
+    append(&transcript, &lines(&[tool_row("context_query")]));
+    // `sed -i` through Bash: no edit tool call.
+    shell_edit(&repo.join("tax.py"), "round(line) for line in lines\n");
+    append(&transcript, &lines(&[tool_row("Bash"), tool_row("Read")]));
+    let run = gate.claude("shell", &transcript, false);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .starts_with("KNOWLEDGE CHECK: Modified 1 file(s) but stored nothing."),
+        "{}",
+        run.stderr
+    );
+    append(&transcript, &lines(&[tool_row("memory_store"), text_row()]));
+    assert_eq!(gate.claude("shell", &transcript, false).code, 0);
+
+    // A file already dirty, edited again through the shell: it counts.
+    shell_edit(&repo.join("dirty.txt"), "the agent's heredoc\n");
+    append(&transcript, &lines(&[tool_row("Bash"), text_row()]));
+    let run = gate.claude("shell", &transcript, false);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("Modified 1 file(s)"), "{}", run.stderr);
+    append(&transcript, &lines(&[tool_row("memory_store"), text_row()]));
+    assert_eq!(gate.claude("shell", &transcript, false).code, 0);
+
+    // A window without a shell call: the worktree is not looked at, the tool count applies.
+    shell_edit(&repo.join("tax.py"), "changed by someone else\n");
+    append(&transcript, &lines(&[tool_row("Read"), text_row()]));
+    let run = gate.claude("shell", &transcript, false);
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+
+    // `shell_tools = []` turns the worktree count off.
+    std::fs::write(repo.join("memloop.toml"), "[gate]\nshell_tools = []\n").unwrap();
+    shell_edit(&repo.join("tax.py"), "once more\n");
+    append(&transcript, &lines(&[tool_row("Bash"), text_row()]));
+    let run = gate.claude("shell", &transcript, false);
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
 }

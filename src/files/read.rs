@@ -51,11 +51,10 @@ fn not_regular(path: &Path, meta: &std::fs::Metadata) -> std::io::Result<()> {
     ))
 }
 
-/// Reads a regular file (following symlinks) and refuses anything else without blocking: the
-/// kind is checked before opening, the file is opened non-blocking, and checked again on the
-/// open handle, so a FIFO or a device swapped in meanwhile is never read from.
-pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read as _;
+/// Opens a regular file (following symlinks) for reading and refuses anything else without
+/// blocking: the kind is checked before opening, the file is opened non-blocking, and checked
+/// again on the open handle, so a FIFO or a device swapped in meanwhile is never read from.
+pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
     not_regular(path, &std::fs::metadata(path)?)?;
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
@@ -64,10 +63,16 @@ pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
         use std::os::unix::fs::OpenOptionsExt;
         options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
     }
-    let mut file = options.open(path)?;
+    let file = options.open(path)?;
     not_regular(path, &file.metadata()?)?;
+    Ok(file)
+}
+
+/// Reads a whole regular file; see [`open_regular`].
+pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
     let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
+    open_regular(path)?.read_to_end(&mut bytes)?;
     Ok(bytes)
 }
 

@@ -23,6 +23,11 @@
 //!   so a broken gate never traps a session. Usage mistakes under `memloop hook` (unknown agent,
 //!   stray argument) exit 1 as well, never 2.
 //!
+//! Time budget: a whole run has [`BUDGET`] (5 s), well under the agents' hook timeouts; past it
+//! the gate prints `memloop hook: gave up after ...` and exits 1, so a stdin that never closes or
+//! a hung read never holds an agent. Only regular files are read (transcripts, session logs,
+//! the ledger, `memloop.toml`, state): a FIFO or a device such as `/dev/zero` is refused, exit 1.
+//!
 //! Loop guards: Claude Code's retry after a block arrives with `stop_hook_active` and is let
 //! through; Kimi Code never sets it, so the gate lets the stop right after its own block through
 //! ([`kimi`]); the OpenCode plugin sends the agent back at most 3 times in a row. The plugin
@@ -31,11 +36,14 @@
 //! Settings come from the `[gate]` and `[server]` sections of the `memloop.toml` found from the
 //! input's `cwd` (else the process's); when there is none or it cannot be read, the defaults
 //! apply and the gate still runs. State is kept per session in `$XDG_STATE_HOME/memloop/gate`
-//! (default `~/.local/state/memloop/gate`, mode 0700); see [`state`].
+//! (default `~/.local/state/memloop/gate`, mode 0700); see [`state`]. What the gate could not
+//! see (a transcript that never caught up) goes to `debug.log` there, one line per event.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde_json::Value;
@@ -45,6 +53,7 @@ use crate::config::{self, AgentId, Config, GateConfig};
 pub mod jsonl;
 pub mod rules;
 pub mod state;
+pub mod worktree;
 
 use rules::{StoreHint, ToolSets, Verdict};
 use state::{Slot, State, Store};
@@ -97,6 +106,10 @@ pub trait Reader: Sync {
         reading: &Reading,
     ) -> anyhow::Result<Option<Session>>;
 
+    /// The names of this agent's shell tools: a window holding a call to one also counts the
+    /// files changed in the worktree as edits (`[gate] shell_tools` overrides them).
+    fn shell_tools(&self) -> &'static [&'static str];
+
     /// How `memloop hook record` stores one tool call, for an agent whose plugin reports each
     /// call; `None` where the calls are read from the agent's own log.
     fn recorder(&self) -> Option<fn(&Value, &Store) -> anyhow::Result<()>> {
@@ -137,11 +150,60 @@ enum Outcome {
     Block(String),
 }
 
+/// The whole of one `memloop hook` run, well under the 15 s the installed hooks allow (10 s
+/// in the OpenCode plugin): past it the gate gives up and lets the stop through.
+pub const BUDGET: Duration = Duration::from_secs(5);
+
+/// What the run is doing, named in the message when the budget runs out.
+static PHASE: Mutex<&str> = Mutex::new("starting");
+/// Set once the answer is being given: the watchdog then stays quiet.
+static ANSWERED: Mutex<bool> = Mutex::new(false);
+
+fn phase(what: &'static str) {
+    *PHASE.lock().unwrap_or_else(|poison| poison.into_inner()) = what;
+}
+
+/// Runs `give` unless the watchdog answered already; the two never both answer.
+fn answer(give: impl FnOnce()) {
+    let mut answered = ANSWERED.lock().unwrap_or_else(|poison| poison.into_inner());
+    if !*answered {
+        *answered = true;
+        give();
+    }
+}
+
+/// The budget: `MEMLOOP_GATE_BUDGET_MS` may shorten it (tests use that), never lengthen it.
+fn budget() -> Duration {
+    std::env::var("MEMLOOP_GATE_BUDGET_MS")
+        .ok()
+        .and_then(|ms| ms.parse::<u64>().ok())
+        .map_or(BUDGET, |ms| Duration::from_millis(ms).min(BUDGET))
+}
+
+/// Ends the process with exit 1 when the run outlives its budget, whatever it is blocked on
+/// (a stdin that never closes, a slow disk, a git that hangs). State writes are torn-safe, so
+/// stopping at any point loses at most this stop's record.
+fn start_watchdog() {
+    let budget = budget();
+    std::thread::spawn(move || {
+        std::thread::sleep(budget);
+        answer(|| {
+            let what = *PHASE.lock().unwrap_or_else(|poison| poison.into_inner());
+            eprintln!(
+                "memloop hook: gave up after {} ms while {what}; the stop was not blocked",
+                budget.as_millis()
+            );
+            std::process::exit(1);
+        });
+    });
+}
+
 /// `memloop hook`; `reader` gives the gate reader of the agent `--agent` names.
 pub fn run(
     args: HookArgs,
     reader: &dyn Fn(AgentId) -> &'static dyn Reader,
 ) -> anyhow::Result<ExitCode> {
+    start_watchdog();
     let outcome = match args.command {
         Some(HookCommand::Stop(arg)) => parse_agent(&arg).and_then(|id| stop(id, reader(id))),
         Some(HookCommand::Record(arg)) => parse_agent(&arg).and_then(|id| record(id, reader(id))),
@@ -153,25 +215,29 @@ pub fn run(
             "missing hook command; use `memloop hook stop --agent <AGENT>`"
         )),
     };
-    Ok(match outcome {
-        Ok(Outcome::Allow(note)) => {
-            if let Some(note) = note {
-                eprintln!("memloop hook: {}", one_line(&note));
+    let mut code = ExitCode::from(1);
+    answer(|| {
+        code = match outcome {
+            Ok(Outcome::Allow(note)) => {
+                if let Some(note) = note {
+                    eprintln!("memloop hook: {}", one_line(&note));
+                }
+                ExitCode::SUCCESS
             }
-            ExitCode::SUCCESS
-        }
-        Ok(Outcome::Block(message)) => {
-            eprintln!("{}", one_line(&message));
-            ExitCode::from(2)
-        }
-        Err(err) => {
-            eprintln!(
-                "memloop hook: {}; the stop was not blocked",
-                one_line(&format!("{err:#}"))
-            );
-            ExitCode::from(1)
-        }
-    })
+            Ok(Outcome::Block(message)) => {
+                eprintln!("{}", one_line(&message));
+                ExitCode::from(2)
+            }
+            Err(err) => {
+                eprintln!(
+                    "memloop hook: {}; the stop was not blocked",
+                    one_line(&format!("{err:#}"))
+                );
+                ExitCode::from(1)
+            }
+        };
+    });
+    Ok(code)
 }
 
 /// A command line under `memloop hook` that clap refused (a missing value, an unknown or
@@ -206,14 +272,18 @@ fn one_line(text: &str) -> String {
 }
 
 fn stop(agent: AgentId, reader: &dyn Reader) -> anyhow::Result<Outcome> {
+    let started = std::time::SystemTime::now();
+    phase("reading the hook input on stdin");
     let input = read_input()?;
+    phase("reading memloop.toml");
     let cwd = text_field(&input, &["cwd", "directory"])
         .map(PathBuf::from)
         .or_else(|| std::env::current_dir().ok());
     let settings = Settings::load(cwd.as_deref());
-    let tools = ToolSets::new(&settings.gate);
+    let tools = ToolSets::new(&settings.gate).shell_defaults(reader.shell_tools());
     let store = Store::open()?;
 
+    phase("reading the agent's log");
     let reading = Reading {
         agent: agent.as_str(),
         tools: &tools,
@@ -227,9 +297,31 @@ fn stop(agent: AgentId, reader: &dyn Reader) -> anyhow::Result<Outcome> {
     else {
         return Ok(Outcome::Allow(settings.note));
     };
+    let due = rules::not_due(&state.session, active, &settings.gate).is_none();
+    // Only a window with a shell call pays for git: edits made through it are not tool calls.
+    if due
+        && state.session.window.shells > 0
+        && let Some(dir) = cwd.as_deref()
+    {
+        phase("reading the worktree (git status)");
+        let since = state.window_start();
+        let check = state.session.checks;
+        if let Some(count) = worktree::count(dir, state.worktree.as_ref(), check, since, check + 1)
+        {
+            state.session.window.worktree_edits = count.changed;
+            state.worktree = count.keep;
+        }
+    }
     let verdict = rules::check(&mut state.session, active, &settings.gate, &settings.hint);
+    if due {
+        let since_epoch = started
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        state.checked_at_ms = u64::try_from(since_epoch.as_millis()).ok();
+    }
     state.blocked_last = matches!(verdict, Verdict::Block(_));
     // Saved before answering: a block whose check was not recorded would repeat forever.
+    phase("saving the gate state");
     store.save(&slot, &state)?;
     Ok(match verdict.message() {
         Some(message) => Outcome::Block(message),
@@ -243,7 +335,9 @@ fn record(agent: AgentId, reader: &dyn Reader) -> anyhow::Result<Outcome> {
             "`memloop hook record` is for agents whose plugin reports each call; {agent} calls are read from its own log"
         );
     };
+    phase("reading the hook input on stdin");
     let input = read_input()?;
+    phase("recording the tool call");
     let store = Store::open()?;
     record(&input, &store)?;
     Ok(Outcome::Allow(None))

@@ -23,6 +23,9 @@ pub enum ToolKind {
     Edit,
     Store,
     Lookup,
+    /// A shell-like tool (`Bash`, `bash`, `Shell`, ...): what it changed in the worktree is
+    /// counted at the check.
+    Shell,
     Other,
 }
 
@@ -32,6 +35,9 @@ pub struct ToolSets {
     edit: Vec<String>,
     store: Vec<String>,
     lookup: Vec<String>,
+    shell: Vec<String>,
+    /// `[gate] shell_tools` was set: the agent's own defaults do not apply.
+    shell_configured: bool,
 }
 
 impl ToolSets {
@@ -47,7 +53,17 @@ impl ToolSets {
             edit: keep(&gate.edit_tools),
             store: keep(&gate.store_tools),
             lookup: keep(&gate.lookup_tools),
+            shell: gate.shell_tools.as_deref().map(keep).unwrap_or_default(),
+            shell_configured: gate.shell_tools.is_some(),
         }
+    }
+
+    /// The agent's shell tool names, used unless `[gate] shell_tools` is set.
+    pub fn shell_defaults(mut self, names: &[&str]) -> ToolSets {
+        if !self.shell_configured {
+            self.shell = names.iter().map(|name| (*name).to_owned()).collect();
+        }
+        self
     }
 
     pub fn classify(&self, name: &str) -> ToolKind {
@@ -57,6 +73,8 @@ impl ToolSets {
             ToolKind::Lookup
         } else if self.edit.iter().any(|edit| edit == name) {
             ToolKind::Edit
+        } else if self.shell.iter().any(|shell| shell == name) {
+            ToolKind::Shell
         } else {
             ToolKind::Other
         }
@@ -70,6 +88,13 @@ pub struct Window {
     pub stores: u64,
     pub lookups: u64,
     pub others: u64,
+    /// Shell-like calls (also counted in `others`).
+    #[serde(default)]
+    pub shells: u64,
+    /// Files changed in the worktree since the previous check, counted at the check when the
+    /// window holds a shell call.
+    #[serde(default)]
+    pub worktree_edits: u64,
     /// A store happened while the session had not looked anything up yet.
     pub store_before_lookup: bool,
 }
@@ -117,6 +142,10 @@ impl Session {
                 if !self.looked_up {
                     window.store_before_lookup = true;
                 }
+            }
+            ToolKind::Shell => {
+                window.shells += 1;
+                window.others += 1;
             }
             ToolKind::Other => window.others += 1,
         }
@@ -195,21 +224,32 @@ pub const NO_LOOKUP: &str = "No lookup at the first check. Query the memory stor
 pub const STORE_BEFORE_LOOKUP: &str = "Stored before the first lookup. Query the memory store \
      before storing, so a new note can supersede what is already known.";
 
+/// Why no check is due at this stop, or `None` when [`check`] will record one. The caller
+/// looks at the worktree only when one is due.
+pub fn not_due(session: &Session, stop_hook_active: bool, gate: &GateConfig) -> Option<Allow> {
+    if stop_hook_active {
+        return Some(Allow::Continuing);
+    }
+    if session.tool_calls < u64::from(gate.min_tool_calls) {
+        return Some(Allow::TooFewToolCalls);
+    }
+    if session.entries.saturating_sub(session.entries_at_check) < u64::from(gate.interval) {
+        return Some(Allow::TooSoon);
+    }
+    None
+}
+
 /// Decides one stop. Records the check in `session` when one is due; the caller persists it.
+/// Edits are the edit-tool calls of the window, or the files changed in the worktree when that
+/// is more (`window.worktree_edits`, set by the caller when the window holds a shell call).
 pub fn check(
     session: &mut Session,
     stop_hook_active: bool,
     gate: &GateConfig,
     hint: &StoreHint,
 ) -> Verdict {
-    if stop_hook_active {
-        return Verdict::Allow(Allow::Continuing);
-    }
-    if session.tool_calls < u64::from(gate.min_tool_calls) {
-        return Verdict::Allow(Allow::TooFewToolCalls);
-    }
-    if session.entries.saturating_sub(session.entries_at_check) < u64::from(gate.interval) {
-        return Verdict::Allow(Allow::TooSoon);
+    if let Some(allow) = not_due(session, stop_hook_active, gate) {
+        return Verdict::Allow(allow);
     }
     let first = session.checks == 0;
     let window = std::mem::take(&mut session.window);
@@ -217,15 +257,15 @@ pub fn check(
     session.entries_at_check = session.entries;
 
     let mut problems = Vec::new();
-    if window.edits > 0 && window.stores == 0 {
+    let edits = window.edits.max(window.worktree_edits);
+    if edits > 0 && window.stores == 0 {
         problems.push(format!(
-            "Modified {} file(s) but stored nothing. {}",
-            window.edits,
+            "Modified {edits} file(s) but stored nothing. {}",
             hint.text()
         ));
     }
     // A session that only talked to the memory server has nothing it should have looked up.
-    let worked = window.edits > 0 || window.others > 0;
+    let worked = edits > 0 || window.others > 0;
     let no_lookup = first && worked && !session.looked_up;
     if no_lookup {
         problems.push(NO_LOOKUP.to_owned());

@@ -27,6 +27,8 @@ use super::rules::Session;
 const VERSION: u32 = 1;
 const MAX_AGE: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 const HASH_HEX: usize = 32;
+/// A state record is a few KiB; anything far larger is not one.
+const MAX_STATE: u64 = 16 << 20;
 
 /// What one session's file holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,6 +44,20 @@ pub struct State {
     pub last_message_tools: Vec<String>,
     /// The previous stop was blocked (Kimi's loop guard).
     pub blocked_last: bool,
+    /// Claude: the key ([`super::claude::TextKey`]) of the newest assistant content read, when
+    /// it is a text; what `last_assistant_message` is compared with.
+    #[serde(default)]
+    pub tail_text: Option<u64>,
+    /// Kimi: the session's log has step markers (`step.begin`); until one shows, each tool call
+    /// counts as an assistant entry.
+    #[serde(default)]
+    pub step_markers: bool,
+    /// The worktree at the last check whose window held a shell call.
+    #[serde(default)]
+    pub worktree: Option<super::worktree::Snapshot>,
+    /// When the last recorded check began (ms since the Unix epoch).
+    #[serde(default)]
+    pub checked_at_ms: Option<u64>,
 }
 
 impl State {
@@ -50,6 +66,16 @@ impl State {
             version: VERSION,
             ..State::default()
         }
+    }
+
+    /// Since when worktree changes belong to the current window: the start of the last recorded
+    /// check, else the creation of the session's (first) log.
+    pub fn window_start(&self) -> Option<SystemTime> {
+        if let Some(ms) = self.checked_at_ms {
+            return Some(SystemTime::UNIX_EPOCH + Duration::from_millis(ms));
+        }
+        let log = &self.cursors.first()?.path;
+        fs::metadata(log).ok()?.created().ok()
     }
 
     /// Forgets everything read from the logs: they are read again from byte 0.
@@ -123,7 +149,7 @@ impl Store {
         let mut newest: Option<(u64, Vec<u8>)> = None;
         for slot in 0..2 {
             let path = self.slot_path(&key, slot);
-            let bytes = match fs::read(&path) {
+            let bytes = match read_regular(&path, MAX_STATE) {
                 Ok(bytes) => bytes,
                 Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
                 Err(err) => {
@@ -211,6 +237,42 @@ impl Store {
     }
 }
 
+/// The gate's debug log in the state directory; started afresh past this size.
+pub const DEBUG_LOG: &str = "debug.log";
+const DEBUG_LOG_MAX: u64 = 1 << 20;
+
+impl Store {
+    pub fn debug_log_path(&self) -> PathBuf {
+        self.dir.join(DEBUG_LOG)
+    }
+
+    /// Appends one line (with the Unix time) to the debug log. Best effort: the log never
+    /// changes a verdict, so a failure to write it is ignored.
+    pub fn debug(&self, line: &str) {
+        let path = self.debug_log_path();
+        let mut options = OpenOptions::new();
+        options.append(true).create(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        let Ok(mut file) = options.open(&path) else {
+            return;
+        };
+        if file.metadata().is_ok_and(|meta| meta.len() > DEBUG_LOG_MAX) {
+            let _ = file.set_len(0);
+        }
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
+        let one_line = line.split_whitespace().collect::<Vec<_>>().join(" ");
+        let _ = file.write_all(
+            format!("{}.{:03} {one_line}\n", now.as_secs(), now.subsec_millis()).as_bytes(),
+        );
+    }
+}
+
 /// The hash naming a session's files.
 pub fn session_key(agent: &str, session_id: &str) -> String {
     let mut hasher = Sha256::new();
@@ -282,7 +344,25 @@ fn is_old(entry: &fs::DirEntry, now: SystemTime) -> bool {
 
 /// Opens a log for reading, saying which file could not be read.
 pub fn open_log(path: &Path) -> anyhow::Result<File> {
-    File::open(path).with_context(|| format!("cannot read {}", path.display()))
+    open_regular(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// Opens `path` for reading only when it is a regular file: a FIFO or a device (`/dev/zero`)
+/// could block or never end (`files::open_regular`).
+pub use crate::files::open_regular;
+
+/// Reads a whole regular file of at most `max` bytes.
+pub fn read_regular(path: &Path, max: u64) -> io::Result<Vec<u8>> {
+    let file = open_regular(path)?;
+    let mut bytes = Vec::new();
+    io::Read::read_to_end(&mut io::Read::take(file, max + 1), &mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("larger than {max} bytes"),
+        ));
+    }
+    Ok(bytes)
 }
 
 #[cfg(test)]
@@ -407,5 +487,31 @@ mod tests {
         assert!(!old.exists());
         assert!(new.exists());
         assert!(foreign.exists());
+    }
+
+    #[test]
+    fn only_regular_files_are_opened() {
+        let temp = tempfile::tempdir().unwrap();
+        let file = temp.path().join("t.jsonl");
+        fs::write(&file, b"{}\n").unwrap();
+        assert!(open_regular(&file).is_ok());
+        assert_eq!(read_regular(&file, 3).unwrap(), b"{}\n");
+        assert_eq!(
+            read_regular(&file, 2).unwrap_err().kind(),
+            io::ErrorKind::InvalidData
+        );
+        let err = open_regular(temp.path()).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::IsADirectory);
+        #[cfg(unix)]
+        {
+            let err = open_regular(Path::new("/dev/null")).unwrap_err();
+            assert!(err.to_string().contains("character device"), "{err}");
+        }
+        assert_eq!(
+            open_regular(&temp.path().join("missing"))
+                .unwrap_err()
+                .kind(),
+            io::ErrorKind::NotFound
+        );
     }
 }

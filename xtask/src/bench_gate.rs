@@ -1,4 +1,4 @@
-//! `cargo xtask bench gate [--sizes 1,10,100] [--runs N]`: the Stop gate against a Python
+//! `cargo xtask bench gate [--sizes 1,10,100] [--runs N] [--skip-worktree]`: the Stop gate against a Python
 //! baseline that re-reads the whole transcript at every stop, as the seed's hook does.
 //!
 //! Whole processes on the same generated transcripts in the same run: wall time from spawn to
@@ -7,6 +7,16 @@
 //! Targets (issue 3): a repeat check at least 30x faster than Python at 1 MB and 200x at
 //! 100 MB; the first check on 100 MB at most a tenth of Python's time; memloop's peak RSS at
 //! most 10 MiB at every size. Exits non-zero on a miss.
+//!
+//! Claude Code's Stop input carries `last_assistant_message`, and the gate reads on until the
+//! transcript holds it. Repeat checks are measured with that field (the transcript already
+//! current, as after every flushed turn) and without it: the wait must cost nothing when there
+//! is nothing to wait for (target: within 10% or 0.3 ms of the check without the field).
+//!
+//! Edits through a shell: in a git repository of 10,000 committed files, checks whose window
+//! holds a `Bash` call (the gate runs git status and fingerprints what changed) against checks
+//! whose window does not, the two taking turns. Target: the added cost at most 500 ms, far under
+//! the 15 s hook timeout (`--skip-worktree` leaves it out).
 //!
 //! The Python baseline is `xtask/assets/gate_baseline.py`. The transcripts imitate Claude Code's:
 //! turns of prompts, assistant text, thinking and tool calls, and tool results that also carry
@@ -49,7 +59,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         let dir = temp.path().join(format!("{size}mb"));
         std::fs::create_dir_all(&dir)?;
         let transcript = dir.join("transcript.jsonl");
-        let bytes = generate(&transcript, size * MIB)?;
+        let (bytes, last_text) = generate(&transcript, size * MIB)?;
         warm_cache(&transcript)?;
         let bench = Bench {
             dir: &dir,
@@ -57,16 +67,168 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             memloop: &memloop,
             python: &python,
             script: &script,
+            last_text: &last_text,
         };
         rows.push(bench.measure(size, bytes, options.runs)?);
     }
+    let worktree = match options.worktree {
+        true => Some(worktree_cost(&memloop, temp.path(), options.runs)?),
+        false => None,
+    };
     print_table(&rows);
+    if let Some(cost) = &worktree {
+        cost.print();
+    }
     println!(
         "(a child's peak RSS includes this process's own peak at spawn, {:.1} MiB here, so \
          small figures are upper bounds)",
         own_peak_kib() as f64 / 1024.0
     );
-    check_targets(&rows)
+    check_targets(&rows, worktree.as_ref())
+}
+
+/// Checks in a 10,000-file repository with and without a shell call in the window.
+struct WorktreeCost {
+    files: usize,
+    with_shell: Timing,
+    without: Timing,
+    git_status: Timing,
+}
+
+impl WorktreeCost {
+    fn added(&self) -> Duration {
+        self.with_shell.best.saturating_sub(self.without.best)
+    }
+
+    fn print(&self) {
+        println!(
+            "\nshell edits in a git repository of {} files: check with a Bash call in the window {}, \
+             without {}, added {}; `git status` alone {}",
+            self.files,
+            timing(self.with_shell),
+            timing(self.without),
+            ms(self.added()),
+            timing(self.git_status)
+        );
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "bench")
+        .env("GIT_AUTHOR_EMAIL", "bench@127.0.0.1")
+        .env("GIT_COMMITTER_NAME", "bench")
+        .env("GIT_COMMITTER_EMAIL", "bench@127.0.0.1")
+        .output()
+        .context("cannot run git; the worktree benchmark needs it (or --skip-worktree)")?;
+    ensure!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}
+
+fn worktree_cost(memloop: &Path, temp: &Path, runs: usize) -> anyhow::Result<WorktreeCost> {
+    const FILES: usize = 10_000;
+    let repo = temp.join("repo10k");
+    for n in 0..FILES {
+        let dir = repo.join(format!("src/m{:03}", n / 100));
+        if n % 100 == 0 {
+            std::fs::create_dir_all(&dir)?;
+        }
+        std::fs::write(
+            dir.join(format!("f{n:05}.rs")),
+            format!("pub fn f{n}() -> u32 {{ {n} }}\n"),
+        )?;
+    }
+    git(&repo, &["init", "-q"])?;
+    git(&repo, &["add", "."])?;
+    git(&repo, &["commit", "-qm", "10,000 files"])?;
+    // A few files dirty before the session, as in a working copy.
+    for n in [3, 4_242, 9_999] {
+        let path = repo.join(format!("src/m{:03}/f{n:05}.rs", n / 100));
+        std::fs::write(path, "// work in progress\n")?;
+    }
+    let transcript = temp.join("worktree-transcript.jsonl");
+    let row = |k: usize, tool: Option<&str>| match tool {
+        Some(name) => format!(
+            "{{\"type\":\"assistant\",\"message\":{{\"id\":\"w{k}\",\"content\":[{{\"type\":\"tool_use\",\"id\":\"t{k}\",\"name\":\"{name}\",\"input\":{{}}}}]}}}}\n"
+        ),
+        None => format!(
+            "{{\"type\":\"assistant\",\"message\":{{\"id\":\"w{k}\",\"content\":[{{\"type\":\"text\",\"text\":\"done\"}}]}}}}\n"
+        ),
+    };
+    let mut k = 0;
+    let mut append = |tools: &[Option<&str>]| -> anyhow::Result<()> {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&transcript)?;
+        for tool in tools {
+            k += 1;
+            file.write_all(row(k, *tool).as_bytes())?;
+        }
+        Ok(())
+    };
+    let stop = || -> anyhow::Result<Duration> {
+        let input = format!(
+            "{{\"session_id\":\"worktree\",\"transcript_path\":\"{}\",\"cwd\":\"{}\",\
+             \"hook_event_name\":\"Stop\",\"stop_hook_active\":false,\"last_assistant_message\":\"done\"}}",
+            transcript.display(),
+            repo.display()
+        );
+        let mut command = Command::new(memloop);
+        command
+            .args(["hook", "stop", "--agent", "claude"])
+            .current_dir(&repo)
+            .env("XDG_STATE_HOME", temp.join("worktree-state"));
+        let sample = spawn_measured(command, &input)?;
+        ensure!(
+            sample.code == 0 || sample.code == 2,
+            "memloop failed (exit {}) in the 10,000-file repository",
+            sample.code
+        );
+        Ok(sample.wall)
+    };
+    append(&[
+        Some("mcp__memory__context_query"),
+        Some("Read"),
+        Some("Read"),
+    ])?;
+    stop()?;
+    let (mut with_shell, mut without, mut status) = (Vec::new(), Vec::new(), Vec::new());
+    for n in 0..runs.max(5) {
+        // `sed -i` through Bash: one file changes.
+        let path = repo.join(format!("src/m{:03}/f{:05}.rs", n % 100, n * 37 % FILES));
+        std::fs::write(path, format!("// edited by a shell, run {n}\n"))?;
+        append(&[Some("Bash"), None])?;
+        with_shell.push(stop()?);
+        append(&[Some("Read"), None])?;
+        without.push(stop()?);
+        let started = Instant::now();
+        git(
+            &repo,
+            &[
+                "status",
+                "--porcelain=v2",
+                "-z",
+                "--untracked-files=all",
+                "--no-renames",
+            ],
+        )?;
+        status.push(started.elapsed());
+    }
+    Ok(WorktreeCost {
+        files: FILES,
+        with_shell: Timing::of(&mut with_shell),
+        without: Timing::of(&mut without),
+        git_status: Timing::of(&mut status),
+    })
 }
 
 /// Both programs read from the page cache, not the disk. Read in small pieces: this
@@ -94,6 +256,7 @@ fn own_peak_kib() -> u64 {
 struct Options {
     sizes: Vec<u64>,
     runs: usize,
+    worktree: bool,
 }
 
 impl Options {
@@ -101,6 +264,7 @@ impl Options {
         let mut options = Options {
             sizes: vec![1, 10, 100],
             runs: 15,
+            worktree: true,
         };
         let mut args = args.iter();
         while let Some(arg) = args.next() {
@@ -120,8 +284,9 @@ impl Options {
                         .with_context(|| format!("--runs {runs}: give a number"))?;
                     ensure!(options.runs > 0, "--runs must be at least 1");
                 }
+                "--skip-worktree" => options.worktree = false,
                 other => bail!(
-                    "unknown argument {other:?}; usage: cargo xtask bench gate [--sizes 1,10,100] [--runs N]"
+                    "unknown argument {other:?}; usage: cargo xtask bench gate [--sizes 1,10,100] [--runs N] [--skip-worktree]"
                 ),
             }
         }
@@ -279,8 +444,9 @@ impl Writer {
 
 /// Writes a transcript of about `target` bytes: turns of a user prompt, assistant steps with
 /// text and tool calls (lookups, reads, edits, stores), tool results carrying file contents,
-/// and the bookkeeping rows Claude Code interleaves. Returns the size written.
-fn generate(path: &Path, target: u64) -> anyhow::Result<u64> {
+/// and the bookkeeping rows Claude Code interleaves. Returns the size written and the last
+/// assistant text (JSON-escaped, as written), the turn's `last_assistant_message`.
+fn generate(path: &Path, target: u64) -> anyhow::Result<(u64, String)> {
     let file =
         std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
     let mut w = Writer {
@@ -291,6 +457,7 @@ fn generate(path: &Path, target: u64) -> anyhow::Result<u64> {
     };
     let mut message = 0u64;
     let mut tool = 0u64;
+    let mut last_text = String::new();
     while w.written < target {
         let prompt = w.rng.text_between(40, 400);
         w.user(&format!("\"{prompt}\""))?;
@@ -394,10 +561,14 @@ fn generate(path: &Path, target: u64) -> anyhow::Result<u64> {
             message,
             &format!("{{\"type\":\"text\",\"text\":\"{text}\"}}"),
         )?;
+        last_text = text;
     }
     w.out.flush()?;
-    Ok(w.written)
+    Ok((w.written, last_text))
 }
+
+/// The final text of every turn [`append_turn`] writes.
+const APPENDED_TEXT: &str = "done";
 
 /// Two assistant entries, one of them an edit: a repeat check has something new to judge.
 fn append_turn(transcript: &Path, k: usize) -> anyhow::Result<()> {
@@ -473,6 +644,8 @@ struct Bench<'a> {
     memloop: &'a Path,
     python: &'a Path,
     script: &'a Path,
+    /// `last_assistant_message` of the generated transcript's last turn (JSON-escaped).
+    last_text: &'a str,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -488,6 +661,8 @@ struct Row {
     ml_first: Timing,
     py_repeat: Timing,
     ml_repeat: Timing,
+    /// memloop repeat checks given `last_assistant_message`, the transcript already current.
+    ml_repeat_last: Timing,
     py_cold: Timing,
     ml_cold: Timing,
     ml_rss_kib: u64,
@@ -514,9 +689,17 @@ impl Timing {
 
 impl Bench<'_> {
     fn stop(&self, tool: Tool, session: &str) -> anyhow::Result<Sample> {
+        self.stop_with(tool, session, None)
+    }
+
+    /// A stop; `last` is the turn's `last_assistant_message` (JSON-escaped) when given.
+    fn stop_with(&self, tool: Tool, session: &str, last: Option<&str>) -> anyhow::Result<Sample> {
+        let last = last
+            .map(|text| format!(",\"last_assistant_message\":\"{text}\""))
+            .unwrap_or_default();
         let input = format!(
             "{{\"session_id\":\"{session}\",\"transcript_path\":\"{}\",\"cwd\":\"{}\",\
-             \"hook_event_name\":\"Stop\",\"stop_hook_active\":false}}",
+             \"hook_event_name\":\"Stop\",\"stop_hook_active\":false{last}}}",
             self.transcript.display(),
             self.dir.display()
         );
@@ -584,6 +767,7 @@ impl Bench<'_> {
         for tool in tools {
             self.stop(tool, "repeat")?;
         }
+        self.stop_with(Tool::Memloop, "repeat-last", Some(self.last_text))?;
         // Repeat checks back to back per program, as hyperfine runs a command: each run sees
         // two new assistant entries.
         let mut appended = 0;
@@ -595,6 +779,16 @@ impl Bench<'_> {
                 rss[i] = rss[i].max(sample.max_rss_kib);
                 repeat[i].push(sample.wall);
             }
+        }
+        // memloop given last_assistant_message, back to back like the repeat checks above: the
+        // appended turn ends with that text, so there is nothing to wait for.
+        let mut repeat_last = Vec::new();
+        for _ in 0..repeat_runs {
+            append_turn(self.transcript, appended)?;
+            appended += 1;
+            let sample = self.stop_with(Tool::Memloop, "repeat-last", Some(APPENDED_TEXT))?;
+            rss[0] = rss[0].max(sample.max_rss_kib);
+            repeat_last.push(sample.wall);
         }
         // The same, the programs taking turns: each starts with caches the other one cooled.
         let mut cold = [Vec::new(), Vec::new()];
@@ -613,6 +807,7 @@ impl Bench<'_> {
             ml_first: Timing::of(&mut first[0]),
             py_first: Timing::of(&mut first[1]),
             ml_repeat: Timing::of(&mut repeat[0]),
+            ml_repeat_last: Timing::of(&mut repeat_last),
             py_repeat: Timing::of(&mut repeat[1]),
             ml_cold: Timing::of(&mut cold[0]),
             py_cold: Timing::of(&mut cold[1]),
@@ -665,6 +860,17 @@ fn print_table(rows: &[Row]) {
         "{out}(whole-process wall times, best of the runs with the median in brackets; ratios \
          compare the bests; peak RSS is the maximum over all runs)"
     );
+    println!(
+        "\nmemloop repeat checks given last_assistant_message (transcript already current) vs without:"
+    );
+    for row in rows {
+        println!(
+            "  {} MB: with {}, without {}",
+            row.size_mb,
+            timing(row.ml_repeat_last),
+            timing(row.ml_repeat)
+        );
+    }
     println!("\nrepeat checks with the two programs taking turns (caches cooled by the other):");
     for row in rows {
         println!(
@@ -677,7 +883,7 @@ fn print_table(rows: &[Row]) {
     }
 }
 
-fn check_targets(rows: &[Row]) -> anyhow::Result<()> {
+fn check_targets(rows: &[Row], worktree: Option<&WorktreeCost>) -> anyhow::Result<()> {
     let mut misses = Vec::new();
     let mut report = |ok: bool, text: String| {
         println!("{} {text}", if ok { "PASS" } else { "MISS" });
@@ -708,12 +914,34 @@ fn check_targets(rows: &[Row]) -> anyhow::Result<()> {
                 format!("100 MB first check {first:.1}x faster (target >= 10x)"),
             );
         }
+        let with = row.ml_repeat_last.best;
+        let without = row.ml_repeat.best;
+        let allowed = (without.mul_f64(1.10)).max(without + Duration::from_micros(300));
+        report(
+            with <= allowed,
+            format!(
+                "{} MB repeat check given last_assistant_message {} vs {} without (target <= +10% or +0.3 ms)",
+                row.size_mb,
+                ms(with),
+                ms(without)
+            ),
+        );
         report(
             row.ml_rss_kib <= MAX_RSS_KIB,
             format!(
                 "{} MB memloop peak RSS {:.1} MiB (target <= 10 MiB)",
                 row.size_mb,
                 row.ml_rss_kib as f64 / 1024.0
+            ),
+        );
+    }
+    if let Some(cost) = worktree {
+        report(
+            cost.added() <= Duration::from_millis(500),
+            format!(
+                "shell-edit count in a {}-file repository adds {} to a check (target <= 500 ms)",
+                cost.files,
+                ms(cost.added())
             ),
         );
     }

@@ -1,4 +1,5 @@
-//! `cargo xtask e2e [scenario|group ...] [--keep] [--hand-written] [--memloop PATH] [--list]`
+//! `cargo xtask e2e [scenario|group ...] [--repeat N] [--keep] [--hand-written] [--memloop PATH]
+//! [--list]`
 //! (CI: `cargo xtask e2e`; the first run fills the tool cache from the npm registry).
 //!
 //! Drives the pinned real agents (Claude Code, OpenCode, Kimi Code; installed from npm into a
@@ -130,6 +131,11 @@ const SCENARIOS: &[Scenario] = &[
         run: gate::opencode,
     },
     Scenario {
+        name: "gate-opencode-run",
+        about: "one-shot `opencode run` edits, the plugin sends it back before the run exits, it stores over MCP",
+        run: gate::opencode_run,
+    },
+    Scenario {
         name: "gate-kimi",
         about: "Kimi Code edits, the [[hooks]] Stop gate sends it back, it stores over MCP",
         run: gate::kimi,
@@ -170,17 +176,19 @@ const SCENARIOS: &[Scenario] = &[
 
 const USAGE: &str =
     "usage: cargo xtask e2e [SCENARIO|GROUP ...] [--keep] [--hand-written] [--memloop PATH]
-                      [--timeout SECS] [--model-latency-ms MS] [--list]
+                      [--repeat N] [--timeout SECS] [--model-latency-ms MS] [--list]
 
   SCENARIO    a name from --list; GROUP selects several: config, connected, gate, claude,
               opencode, kimi, remote (no names: run everything)
+  --repeat N        run each selected scenario N times in a row (each in a fresh sandbox); the
+                    summary gives passes per scenario, and any failed run fails the whole
   --keep            keep every sandbox (failed ones are always kept)
   --hand-written    without `memloop init`, write the documented file shapes by hand (checks the
                     harness and the agents, not memloop's installer)
   --memloop PATH    test this memloop binary instead of building the workspace's
   --timeout SECS    per agent command (default 60; gate runs get 4x)
-  --model-latency-ms MS  how long each fake model reply takes (default 400; 0 exposes Claude
-                    Code running the Stop hook before its transcript holds the last tool calls)
+  --model-latency-ms MS  how long each fake model reply takes (default 0: the gate must keep up
+                    with Claude Code running the Stop hook before its transcript is complete)
   --list            list the scenarios
 
 env: MEMLOOP_E2E_CACHE overrides the tool cache (default ${XDG_CACHE_HOME:-~/.cache}/memloop-e2e)";
@@ -191,7 +199,8 @@ pub fn run(args: &[String]) -> Result<()> {
     let mut hand_written = false;
     let mut memloop_bin = None;
     let mut timeout = Duration::from_secs(60);
-    let mut model_latency = Duration::from_millis(400);
+    let mut model_latency = Duration::ZERO;
+    let mut repeat = 1usize;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -207,6 +216,16 @@ pub fn run(args: &[String]) -> Result<()> {
                     .parse()
                     .context("--timeout takes whole seconds")?;
                 timeout = Duration::from_secs(secs);
+            }
+            "--repeat" => {
+                repeat = it
+                    .next()
+                    .context("--repeat needs a number of runs")?
+                    .parse()
+                    .context("--repeat takes a whole number")?;
+                if repeat == 0 {
+                    bail!("--repeat must be at least 1");
+                }
             }
             "--model-latency-ms" => {
                 let ms: u64 = it
@@ -274,42 +293,92 @@ pub fn run(args: &[String]) -> Result<()> {
         tools::NODE.version
     );
 
-    let mut results = Vec::new();
+    let mut results: Vec<Tally> = Vec::new();
     for scenario in scenarios {
-        println!("\n== {} -- {}", scenario.name, scenario.about);
-        let t0 = Instant::now();
-        let outcome = match ctx.sandbox(scenario.name) {
-            Ok(mut sb) => {
-                let result = (scenario.run)(&ctx, &mut sb);
-                if result.is_err() {
-                    sb.keep();
-                }
-                result
+        let mut tally = Tally {
+            name: scenario.name,
+            runs: 0,
+            passes: 0,
+            missing: false,
+            elapsed: Duration::ZERO,
+        };
+        for run in 1..=repeat {
+            match repeat {
+                1 => println!("\n== {} -- {}", scenario.name, scenario.about),
+                _ => println!(
+                    "\n== {} (run {run}/{repeat}) -- {}",
+                    scenario.name, scenario.about
+                ),
             }
-            Err(err) => Err(err),
-        };
-        let elapsed = t0.elapsed();
-        let status = match &outcome {
-            Ok(()) => "PASS",
-            Err(err) if err.downcast_ref::<Missing>().is_some() => "MISSING",
-            Err(_) => "FAIL",
-        };
-        match &outcome {
-            Ok(()) => println!("   PASS ({elapsed:.1?})"),
-            Err(err) => println!("   {status} ({elapsed:.1?}): {err:#}"),
+            let t0 = Instant::now();
+            let name = match repeat {
+                1 => scenario.name.to_string(),
+                _ => format!("{}-run{run}", scenario.name),
+            };
+            let outcome = match ctx.sandbox(&name) {
+                Ok(mut sb) => {
+                    let result = (scenario.run)(&ctx, &mut sb);
+                    if result.is_err() {
+                        sb.keep();
+                    }
+                    result
+                }
+                Err(err) => Err(err),
+            };
+            let elapsed = t0.elapsed();
+            tally.runs += 1;
+            tally.elapsed += elapsed;
+            match &outcome {
+                Ok(()) => {
+                    tally.passes += 1;
+                    println!("   PASS ({elapsed:.1?})");
+                }
+                Err(err) => {
+                    let missing = err.downcast_ref::<Missing>().is_some();
+                    tally.missing |= missing;
+                    let status = if missing { "MISSING" } else { "FAIL" };
+                    println!("   {status} ({elapsed:.1?}): {err:#}");
+                }
+            }
+            // A missing command stays missing: repeating it proves nothing.
+            if tally.missing {
+                break;
+            }
         }
-        results.push((scenario.name, status, elapsed));
+        results.push(tally);
     }
 
     println!("\n== summary ({:.1?} in all)", started.elapsed());
-    for (name, status, elapsed) in &results {
-        println!("   {status:<8} {name:<24} {elapsed:.1?}");
+    for tally in &results {
+        let status = if tally.passes == tally.runs {
+            "PASS"
+        } else if tally.missing {
+            "MISSING"
+        } else {
+            "FAIL"
+        };
+        match repeat {
+            1 => println!("   {status:<8} {:<24} {:.1?}", tally.name, tally.elapsed),
+            _ => println!(
+                "   {status:<8} {:<24} {}/{} runs passed, {:.1?}",
+                tally.name, tally.passes, tally.runs, tally.elapsed
+            ),
+        }
     }
-    let bad = results.iter().filter(|(_, s, _)| *s != "PASS").count();
+    let bad = results.iter().filter(|t| t.passes != t.runs).count();
     if bad > 0 {
         bail!("{bad} of {} e2e scenarios did not pass", results.len());
     }
     Ok(())
+}
+
+/// One scenario's runs.
+struct Tally {
+    name: &'static str,
+    runs: usize,
+    passes: usize,
+    missing: bool,
+    elapsed: Duration,
 }
 
 /// `config-remote-kimi` is selected by its name and by `config`, `remote`, `kimi`.

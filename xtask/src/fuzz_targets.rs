@@ -542,7 +542,9 @@ fn two_step(
 fn claude_transcript(scratch: &mut Scratch, input: &[u8]) -> Result<(), String> {
     let path = scratch.path("transcript.jsonl");
     let tools = &scratch.tools;
-    two_step(input, &path, |state| claude::collect(state, &path, tools))
+    two_step(input, &path, |state| {
+        claude::collect(state, &path, tools, None, std::time::Duration::ZERO).map(|_| ())
+    })
 }
 
 fn kimi_wire(scratch: &mut Scratch, input: &[u8]) -> Result<(), String> {

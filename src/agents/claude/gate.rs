@@ -1,7 +1,15 @@
 //! Claude Code adapter: the Stop input and the session transcript.
 //!
-//! Stop input (stdin): `session_id`, `transcript_path`, `cwd`, `stop_hook_active`; everything
-//! else is ignored, and only `session_id` and `transcript_path` are required.
+//! Stop input (stdin): `session_id`, `transcript_path`, `cwd`, `stop_hook_active`,
+//! `last_assistant_message`; everything else is ignored, and only `session_id` and
+//! `transcript_path` are required.
+//!
+//! Claude Code writes the transcript asynchronously: with a fast model the Stop hook can run
+//! before the turn's last rows are in the file. `last_assistant_message` is the text that ended
+//! the turn, so the reader goes on reading what gets appended (from where it stopped, never from
+//! the start) until the newest assistant row holds that text, within a small bound
+//! ([`TRANSCRIPT_WAIT`]). When it never shows, what is there is judged and the gate's debug log
+//! gets a line.
 //!
 //! Transcript: JSONL, one row per line. Rows with `"type": "assistant"` carry `message.content[]`
 //! blocks; `tool_use` blocks name the tool (`Edit`, `mcp__<server>__<tool>`, ...). One assistant
@@ -10,8 +18,10 @@
 //! is internal to Claude Code and changes between versions.
 
 use std::fmt;
+use std::hash::Hasher;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use serde::Deserialize;
@@ -24,12 +34,21 @@ use crate::gate::state::{self, State, Store};
 use crate::gate::{Reader, Reading, Session};
 
 /// What the gate takes from Claude Code's Stop input.
+/// Claude Code's shell tool. What it changes in the worktree is counted at the check
+/// (unless `[gate] shell_tools` names others).
+pub const SHELL_TOOLS: &[&str] = &["Bash"];
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Input {
     pub session_id: String,
     pub transcript: PathBuf,
     pub stop_hook_active: bool,
+    /// The text of the assistant message that ended the turn (Claude Code 2.1.47 and later).
+    pub last_message: Option<String>,
 }
+
+/// How long a stop waits for the transcript to catch up with `last_assistant_message`.
+pub const TRANSCRIPT_WAIT: Duration = Duration::from_millis(2000);
 
 pub fn parse_input(input: &Value) -> anyhow::Result<Input> {
     let session_id = crate::gate::text_field(input, &["session_id"])
@@ -41,6 +60,8 @@ pub fn parse_input(input: &Value) -> anyhow::Result<Input> {
         session_id,
         transcript: expand_home(&transcript),
         stop_hook_active: crate::gate::flag_field(input, "stop_hook_active"),
+        last_message: crate::gate::text_field(input, &["last_assistant_message"])
+            .filter(|text| !text.trim().is_empty()),
     })
 }
 
@@ -76,6 +97,78 @@ struct Block {
     kind: Option<String>,
     id: Option<String>,
     name: Option<String>,
+    #[serde(default)]
+    text: TextField,
+}
+
+/// A text compared by its characters other than whitespace, kept as a hash: the transcript's
+/// texts are read without being copied, and `last_assistant_message` may differ from the stored
+/// block in line ends and trailing spaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TextKey(pub u64);
+
+impl TextKey {
+    pub fn of(text: &str) -> TextKey {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        for c in text.chars().filter(|c| !c.is_whitespace()) {
+            hasher.write_u32(c as u32);
+        }
+        TextKey(hasher.finish())
+    }
+}
+
+/// A block's `text`: its key when it is a string; anything else in its place holds no text.
+#[derive(Default)]
+struct TextField(Option<TextKey>);
+
+impl<'de> Deserialize<'de> for TextField {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = TextField;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a text")
+            }
+
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<TextField, E> {
+                Ok(TextField(Some(TextKey::of(text))))
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TextField, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(TextField(None))
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<TextField, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(TextField(None))
+            }
+
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<TextField, E> {
+                Ok(TextField(None))
+            }
+
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<TextField, E> {
+                Ok(TextField(None))
+            }
+
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<TextField, E> {
+                Ok(TextField(None))
+            }
+
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<TextField, E> {
+                Ok(TextField(None))
+            }
+
+            fn visit_unit<E: de::Error>(self) -> Result<TextField, E> {
+                Ok(TextField(None))
+            }
+        }
+
+        deserializer.deserialize_any(KeyVisitor)
+    }
 }
 
 impl<'de> Deserialize<'de> for Blocks {
@@ -184,17 +277,57 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Lenient<T> {
     }
 }
 
-/// Reads what was appended to the transcript since the last check into `state`.
-pub fn collect(state: &mut State, transcript: &Path, tools: &ToolSets) -> anyhow::Result<()> {
+/// What one read of the transcript found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caught {
+    /// The newest assistant row holds the turn's last message, or there was none to wait for;
+    /// `waited` is how long the transcript took to catch up.
+    Up { waited: Duration },
+    /// The message never showed within the wait: what was there was read and is judged.
+    Behind { waited: Duration },
+}
+
+/// Reads what was appended to the transcript since the last check into `state`. With the turn's
+/// last message, goes on reading what gets appended until the newest assistant row holds it,
+/// for at most `wait`.
+pub fn collect(
+    state: &mut State,
+    transcript: &Path,
+    tools: &ToolSets,
+    last_message: Option<&str>,
+    wait: Duration,
+) -> anyhow::Result<Caught> {
     let mut file = state::open_log(transcript)?;
-    let (offset, verified) = state.resume_single(transcript, &mut file)?;
-    let end = jsonl::read_rows(&file, offset, b"\"assistant\"", |row: Row| {
-        apply(state, row, tools)
-    })
-    .and_then(|end| Cursor::after(transcript, &mut file, end, verified.as_ref()))
-    .with_context(|| format!("cannot read {}", transcript.display()))?;
+    let (mut offset, verified) = state.resume_single(transcript, &mut file)?;
+    let want = last_message.map(TextKey::of);
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(2);
+    let mut slept = false;
+    let caught = loop {
+        offset = jsonl::read_rows(&file, offset, b"\"assistant\"", |row: Row| {
+            apply(state, row, tools)
+        })
+        .with_context(|| format!("cannot read {}", transcript.display()))?;
+        let waited = match slept {
+            true => started.elapsed(),
+            false => Duration::ZERO,
+        };
+        if want.is_none_or(|want| state.tail_text == Some(want.0)) {
+            break Caught::Up { waited };
+        }
+        let waited = started.elapsed();
+        if waited >= wait {
+            break Caught::Behind { waited };
+        }
+        slept = true;
+        // Claude Code flushes within milliseconds: poll fast at first, then back off.
+        std::thread::sleep(pause.min(wait - waited));
+        pause = (pause * 2).min(Duration::from_millis(50));
+    };
+    let end = Cursor::after(transcript, &mut file, offset, verified.as_ref())
+        .with_context(|| format!("cannot read {}", transcript.display()))?;
     state.cursors = vec![end];
-    Ok(())
+    Ok(caught)
 }
 
 fn apply(state: &mut State, row: Row, tools: &ToolSets) {
@@ -209,8 +342,13 @@ fn apply(state: &mut State, row: Row, tools: &ToolSets) {
         state.last_message_tools.clear();
     }
     for block in message.content.0 {
-        if block.kind.as_deref() != Some("tool_use") {
-            continue;
+        match block.kind.as_deref() {
+            Some("text") => {
+                state.tail_text = block.text.0.map(|key| key.0);
+                continue;
+            }
+            Some("tool_use") => state.tail_text = None,
+            _ => continue,
         }
         let Some(name) = block.name else { continue };
         if let Some(id) = block.id {
@@ -233,19 +371,52 @@ impl Reader for super::Claude {
     ) -> anyhow::Result<Option<Session>> {
         let input = parse_input(input)?;
         let (mut state, slot) = store.load(reading.agent, &input.session_id)?;
+        // The retry after a block is allowed whatever the transcript says: no wait for it.
+        let last = match input.stop_hook_active {
+            true => None,
+            false => input.last_message.as_deref(),
+        };
         let read = std::path::absolute(&input.transcript)
             .with_context(|| format!("cannot resolve {}", input.transcript.display()))
-            .and_then(|transcript| collect(&mut state, &transcript, reading.tools));
+            .and_then(|transcript| {
+                collect(
+                    &mut state,
+                    &transcript,
+                    reading.tools,
+                    last,
+                    TRANSCRIPT_WAIT,
+                )
+            });
         match read {
             // The retry after a block is let through, whatever became of the transcript.
             Err(_) if input.stop_hook_active => return Ok(None),
-            other => other?,
+            Err(err) => return Err(err),
+            Ok(Caught::Up { waited }) if waited.is_zero() => {}
+            Ok(Caught::Up { waited }) => store.debug(&format!(
+                "claude session {}: waited {} ms for {} to show the turn's last assistant message",
+                input.session_id,
+                waited.as_millis(),
+                input.transcript.display()
+            )),
+            Ok(Caught::Behind { waited }) => store.debug(&format!(
+                "claude session {}: {} did not show the turn's last assistant message within {} ms; \
+                 judged the {} assistant entries and {} tool calls read",
+                input.session_id,
+                input.transcript.display(),
+                waited.as_millis(),
+                state.session.entries,
+                state.session.tool_calls
+            )),
         }
         Ok(Some(Session {
             slot,
             state,
             active: input.stop_hook_active,
         }))
+    }
+
+    fn shell_tools(&self) -> &'static [&'static str] {
+        SHELL_TOOLS
     }
 }
 
@@ -285,6 +456,7 @@ mod tests {
                 session_id: "abc123".into(),
                 transcript: "/tmp/t.jsonl".into(),
                 stop_hook_active: true,
+                last_message: Some("done".into()),
             }
         );
     }
@@ -372,14 +544,14 @@ mod tests {
         )
         .unwrap();
         let mut state = State::fresh();
-        collect(&mut state, &path, &tools()).unwrap();
+        collect(&mut state, &path, &tools(), None, Duration::ZERO).unwrap();
         assert_eq!((state.session.entries, state.session.tool_calls), (1, 1));
         let mut file = std::fs::OpenOptions::new()
             .append(true)
             .open(&path)
             .unwrap();
         std::io::Write::write_all(&mut file, b"ad\"}]}}\n").unwrap();
-        collect(&mut state, &path, &tools()).unwrap();
+        collect(&mut state, &path, &tools(), None, Duration::ZERO).unwrap();
         assert_eq!((state.session.entries, state.session.tool_calls), (1, 2));
         assert_eq!(
             state.cursors[0].offset,
@@ -387,10 +559,143 @@ mod tests {
         );
     }
 
+    /// A turn as Claude Code 2.1.328 wrote it for the gate-claude scenario (lookup, two writes,
+    /// final text), trimmed to the fields that matter.
+    const TURN: [&str; 4] = [
+        r#"{"type":"assistant","message":{"id":"msg_1","role":"assistant","content":[{"type":"tool_use","id":"call_lookup","name":"mcp__memory__context_query","input":{}}],"stop_reason":null}}"#,
+        r#"{"type":"assistant","message":{"id":"msg_2","role":"assistant","content":[{"type":"tool_use","id":"call_write_1","name":"Write","input":{}}],"stop_reason":null}}"#,
+        r#"{"type":"assistant","message":{"id":"msg_3","role":"assistant","content":[{"type":"tool_use","id":"call_write_2","name":"Write","input":{}}],"stop_reason":null}}"#,
+        r#"{"type":"assistant","message":{"id":"msg_4","role":"assistant","content":[{"type":"text","text":"All files are written."}],"stop_reason":null}}"#,
+    ];
+
+    fn write_lines(path: &Path, lines: &[&str]) {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap();
+        for line in lines {
+            std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes()).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_lagging_transcript_is_read_on_until_the_last_message_shows() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        write_lines(&path, &TURN[..2]);
+        let late = path.clone();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(150));
+            write_lines(&late, &TURN[2..]);
+        });
+        let mut state = State::fresh();
+        let caught = collect(
+            &mut state,
+            &path,
+            &tools(),
+            Some("All files are written.\n"),
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        writer.join().unwrap();
+        assert!(matches!(caught, Caught::Up { .. }), "{caught:?}");
+        assert_eq!(state.session.tool_calls, 3);
+        assert_eq!(state.session.window.edits, 2);
+        assert_eq!(state.session.entries, 4);
+        assert_eq!(
+            state.cursors[0].offset,
+            std::fs::metadata(&path).unwrap().len()
+        );
+        // A repeat check on a current transcript finds the message at once and reads nothing
+        // twice.
+        let started = Instant::now();
+        let caught = collect(
+            &mut state,
+            &path,
+            &tools(),
+            Some("All files are written."),
+            Duration::from_secs(10),
+        );
+        assert!(matches!(caught.unwrap(), Caught::Up { .. }));
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(state.session.tool_calls, 3);
+    }
+
+    #[test]
+    fn a_message_that_never_shows_is_waited_for_only_within_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        write_lines(&path, &TURN[..3]);
+        let mut state = State::fresh();
+        let caught = collect(
+            &mut state,
+            &path,
+            &tools(),
+            Some("All files are written."),
+            Duration::from_millis(60),
+        )
+        .unwrap();
+        let Caught::Behind { waited } = caught else {
+            panic!("expected Behind, got {caught:?}");
+        };
+        assert!(waited >= Duration::from_millis(60), "{waited:?}");
+        assert_eq!(state.session.tool_calls, 3);
+    }
+
+    #[test]
+    fn the_text_must_be_the_newest_assistant_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        // The same words before a tool call do not end the turn.
+        write_lines(
+            &path,
+            &[
+                r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"Working on it."}]}}"#,
+                r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t1","name":"Edit"}]}}"#,
+                r#"{"type":"assistant","message":{"id":"m2","content":[{"type":"text","text":17}]}}"#,
+            ],
+        );
+        let mut state = State::fresh();
+        let caught = collect(
+            &mut state,
+            &path,
+            &tools(),
+            Some("Working  on it."),
+            Duration::from_millis(20),
+        )
+        .unwrap();
+        assert!(matches!(caught, Caught::Behind { .. }), "{caught:?}");
+        assert_eq!(state.session.entries, 2);
+        write_lines(
+            &path,
+            &[
+                r#"{"type":"assistant","message":{"id":"m3","content":[{"type":"text","text":"Working\r\non it. "}]}}"#,
+            ],
+        );
+        let caught = collect(
+            &mut state,
+            &path,
+            &tools(),
+            Some("Working  on it."),
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        assert!(matches!(caught, Caught::Up { .. }), "{caught:?}");
+        assert_eq!(state.session.entries, 3);
+    }
+
     #[test]
     fn a_missing_transcript_is_an_error_naming_it() {
         let mut state = State::fresh();
-        let err = collect(&mut state, Path::new("/nonexistent/t.jsonl"), &tools()).unwrap_err();
+        let err = collect(
+            &mut state,
+            Path::new("/nonexistent/t.jsonl"),
+            &tools(),
+            None,
+            Duration::ZERO,
+        )
+        .unwrap_err();
         assert!(format!("{err:#}").contains("/nonexistent/t.jsonl"));
     }
 }

@@ -5,7 +5,9 @@
 //! The calls are read instead from `$KIMI_CODE_HOME/sessions/*/<session_id>/agents/*/wire.jsonl`
 //! (`~/.kimi-code` by default), one log per agent of the session, each read incrementally.
 //! Rows of type `context.append_loop_event` carry `event.type`: `step.begin` opens an assistant
-//! step (an entry), `tool.call` names a tool in `event.name`. Everything else is skipped.
+//! step (an entry), `tool.call` names a tool in `event.name`. Everything else is skipped. A
+//! session whose log has tool calls but no step markers (a Kimi version that renamed them)
+//! counts each tool call as an entry, and `doctor --live` warns that the log format moved.
 //!
 //! Kimi sends `stop_hook_active: false` even right after a block and continues only once per
 //! turn, so the gate keeps its own guard: the stop right after a block is allowed.
@@ -20,6 +22,10 @@ use crate::gate::jsonl::{self, Cursor, Resume};
 use crate::gate::rules::ToolSets;
 use crate::gate::state::{self, State, Store};
 use crate::gate::{Reader, Reading, Session};
+
+/// Kimi Code 2.x's shell tool, and legacy kimi-cli's. What it changes in the worktree is counted at the check
+/// (unless `[gate] shell_tools` names others).
+pub const SHELL_TOOLS: &[&str] = &["Bash", "Shell"];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Input {
@@ -161,14 +167,74 @@ fn apply(state: &mut State, row: Row, tools: &ToolSets) {
     }
     let Some(event) = row.event else { return };
     match (event.kind.as_deref(), event.name) {
-        (Some("step.begin"), _) => state.session.assistant_entry(),
-        (Some("tool.call"), Some(name)) => {
+        (Some(STEP_MARKER), _) => {
+            state.step_markers = true;
+            state.session.assistant_entry();
+        }
+        (Some(TOOL_CALL), Some(name)) => {
+            // Without step markers (a Kimi version that renamed them) every stop would be "too
+            // soon": each tool call counts as an entry instead.
+            if !state.step_markers {
+                state.session.assistant_entry();
+            }
             state
                 .session
                 .tool_call(tools.classify(canonical_tool(&name)));
         }
         _ => {}
     }
+}
+
+/// The loop event that starts an assistant step (one model reply) in Kimi Code 2.x.
+pub const STEP_MARKER: &str = "step.begin";
+const TOOL_CALL: &str = "tool.call";
+
+/// What a `wire.jsonl` holds, as far as the gate reads it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LogShape {
+    pub tool_calls: u64,
+    pub step_markers: u64,
+}
+
+impl LogShape {
+    /// Tool calls without a single step marker: the log format moved, and the gate falls back
+    /// to counting tool calls as entries.
+    pub fn markers_missing(&self) -> bool {
+        self.tool_calls > 0 && self.step_markers == 0
+    }
+}
+
+/// Counts the rows of one session log the gate relies on (for `doctor --live`).
+pub fn log_shape(path: &Path) -> anyhow::Result<LogShape> {
+    let file = state::open_log(path)?;
+    let mut shape = LogShape::default();
+    jsonl::read_rows(&file, 0, b"context.append_loop_event", |row: Row| {
+        if row.kind.as_deref() != Some("context.append_loop_event") {
+            return;
+        }
+        match row.event.and_then(|event| event.kind).as_deref() {
+            Some(STEP_MARKER) => shape.step_markers += 1,
+            Some(TOOL_CALL) => shape.tool_calls += 1,
+            _ => {}
+        }
+    })
+    .with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(shape)
+}
+
+/// The newest session log of the workspace `sessions/<workspace>/` (the main agent's
+/// `wire.jsonl` of the session touched last), if there is one.
+pub fn newest_log(workspace: &Path) -> Option<PathBuf> {
+    let sessions = std::fs::read_dir(workspace).ok()?;
+    let newest = sessions
+        .flatten()
+        .filter_map(|entry| {
+            let log = entry.path().join("agents/main/wire.jsonl");
+            let modified = std::fs::metadata(&log).ok()?.modified().ok()?;
+            Some((modified, log))
+        })
+        .max_by_key(|(modified, _)| *modified)?;
+    Some(newest.1)
 }
 
 impl Reader for super::Kimi {
@@ -188,6 +254,10 @@ impl Reader for super::Kimi {
             state,
             active,
         }))
+    }
+
+    fn shell_tools(&self) -> &'static [&'static str] {
+        SHELL_TOOLS
     }
 }
 
@@ -276,5 +346,75 @@ mod tests {
         collect(&mut state, &found, &tools()).unwrap();
         assert_eq!(state.session.tool_calls, 3);
         assert!(logs(home.path(), "session_2").is_err());
+    }
+
+    #[test]
+    fn without_step_markers_tool_calls_count_as_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("wire.jsonl");
+        let row = |event: Value| {
+            json!({"type": "context.append_loop_event", "agentId": "main", "event": event})
+                .to_string()
+        };
+        // A renamed marker: the reader does not know it.
+        let rows = [
+            row(json!({"type": "turn.step.start", "uuid": "s1"})),
+            row(json!({"type": "tool.call", "name": "mcp__memory__context_query"})),
+            row(json!({"type": "turn.step.start", "uuid": "s2"})),
+            row(json!({"type": "tool.call", "name": "Write"})),
+            row(json!({"type": "tool.call", "name": "Write"})),
+        ];
+        std::fs::write(&log, rows.join("\n") + "\n").unwrap();
+        let mut state = State::fresh();
+        collect(&mut state, std::slice::from_ref(&log), &tools()).unwrap();
+        assert_eq!(state.session.entries, 3);
+        assert_eq!(state.session.tool_calls, 3);
+        assert!(!state.step_markers);
+        let shape = log_shape(&log).unwrap();
+        assert_eq!(
+            shape,
+            LogShape {
+                tool_calls: 3,
+                step_markers: 0
+            }
+        );
+        assert!(shape.markers_missing());
+
+        // With markers, entries are steps, not calls.
+        let marked = dir.path().join("marked.jsonl");
+        let rows = [
+            row(json!({"type": "step.begin", "uuid": "s1"})),
+            row(json!({"type": "tool.call", "name": "Write"})),
+            row(json!({"type": "tool.call", "name": "Write"})),
+        ];
+        std::fs::write(&marked, rows.join("\n") + "\n").unwrap();
+        let mut state = State::fresh();
+        collect(&mut state, std::slice::from_ref(&marked), &tools()).unwrap();
+        assert_eq!((state.session.entries, state.session.tool_calls), (1, 2));
+        assert!(!log_shape(&marked).unwrap().markers_missing());
+    }
+
+    #[test]
+    fn the_newest_session_log_of_a_workspace_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(newest_log(dir.path()), None);
+        for (session, age) in [("session_old", 3600), ("session_new", 0)] {
+            let agents = dir.path().join(session).join("agents/main");
+            std::fs::create_dir_all(&agents).unwrap();
+            let log = agents.join("wire.jsonl");
+            std::fs::write(&log, "{}\n").unwrap();
+            let when = std::time::SystemTime::now() - std::time::Duration::from_secs(age);
+            std::fs::File::options()
+                .write(true)
+                .open(&log)
+                .unwrap()
+                .set_modified(when)
+                .unwrap();
+        }
+        let newest = newest_log(dir.path()).unwrap();
+        assert!(
+            newest.ends_with("session_new/agents/main/wire.jsonl"),
+            "{newest:?}"
+        );
     }
 }

@@ -48,4 +48,39 @@ pub fn check(d: &mut Doctor, program: &Path, agent: &Agent) {
         .fix(format!("run `{shown}` and fix what it names"))
     };
     d.push(finding);
+    if flavor == KimiFlavor::Code {
+        log_format(d);
+    }
+}
+
+/// The gate counts Kimi's assistant entries by `step.begin` rows of its session log; the newest
+/// session of this repository shows whether the installed Kimi still writes them.
+fn log_format(d: &mut Doctor) {
+    let workspace = super::code_home(&d.ctx)
+        .join("sessions")
+        .join(super::trust_key(&d.repo.root));
+    let Some(log) = super::gate::newest_log(&workspace) else {
+        return;
+    };
+    let Ok(shape) = super::gate::log_shape(&log) else {
+        return;
+    };
+    if shape.markers_missing() {
+        d.push(
+            Finding::warning(
+                AgentId::Kimi,
+                "live",
+                format!(
+                    "Kimi's session log format moved: {} has {} tool calls but no `{}` step \
+                     markers; the gate counts each tool call as an assistant entry instead",
+                    log.display(),
+                    shape.tool_calls,
+                    super::gate::STEP_MARKER
+                ),
+            )
+            .fix(
+                "the gate still works; report the Kimi version to memloop so the reader follows it",
+            ),
+        );
+    }
 }

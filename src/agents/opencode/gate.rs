@@ -21,6 +21,10 @@ use crate::gate::rules::ToolSets;
 use crate::gate::state::{State, Store};
 use crate::gate::{Reader, Reading, Session};
 
+/// OpenCode's shell tool. What it changes in the worktree is counted at the check
+/// (unless `[gate] shell_tools` names others).
+pub const SHELL_TOOLS: &[&str] = &["bash"];
+
 pub const AGENT: &str = "opencode";
 
 /// One call recorded by the plugin.
@@ -97,7 +101,7 @@ pub fn collect(
     tools: &ToolSets,
 ) -> anyhow::Result<()> {
     let recorded_before = state.session.tool_calls;
-    match std::fs::File::open(ledger) {
+    match crate::gate::state::open_regular(ledger) {
         // No call recorded yet: nothing to read.
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
         Err(err) => {
@@ -142,6 +146,10 @@ impl Reader for super::Opencode {
             state,
             active: input.stop_hook_active,
         }))
+    }
+
+    fn shell_tools(&self) -> &'static [&'static str] {
+        SHELL_TOOLS
     }
 
     fn recorder(&self) -> Option<fn(&Value, &Store) -> anyhow::Result<()>> {

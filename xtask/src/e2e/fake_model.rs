@@ -49,8 +49,9 @@ pub struct Script {
     /// The memory server's lookup tool as the agent names it: called before the store when the
     /// gate's message arrives, since the gate also asks for a lookup first.
     pub lookup_tool: Option<String>,
-    /// How long each model reply takes. A zero-latency model exposes a race in Claude Code
-    /// 2.1.328: the Stop hook ran while the transcript still lacked the last tool calls.
+    /// How long each model reply takes (zero by default). With zero latency Claude Code 2.1.328
+    /// runs the Stop hook while its transcript still lacks the last tool calls, which the gate
+    /// must wait out.
     pub latency: Duration,
 }
 

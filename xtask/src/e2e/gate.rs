@@ -73,7 +73,23 @@ pub fn claude(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         );
     }
     expect(out.success(), "Claude Code exited with an error", &out)?;
+    report_debug_log(sb);
     check_loop(&fake, store, &sb.repo, &out)
+}
+
+/// The gate's debug log holds a line for every stop that had to wait for the transcript to
+/// catch up with `last_assistant_message` (and for every stop where it never did); shown so a
+/// repeat run says how often Claude Code's transcript lagged.
+fn report_debug_log(sb: &Sandbox) {
+    let log = sb.xdg_state.join("memloop/gate/debug.log");
+    match std::fs::read_to_string(&log) {
+        Ok(text) if !text.trim().is_empty() => {
+            for line in text.lines() {
+                println!("   gate debug log: {line}");
+            }
+        }
+        _ => println!("   gate debug log: empty (no stop had to wait for the transcript)"),
+    }
 }
 
 pub fn kimi(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
@@ -142,6 +158,53 @@ pub fn opencode(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         );
     }
     check_loop(&fake, store, &sb.repo, &out)
+}
+
+/// One-shot `opencode run "<prompt>"`, as a CI job runs it: the process exits after its answer,
+/// so the plugin must send the agent back inside the still-running prompt loop.
+pub fn opencode_run(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    needs(ctx)?;
+    ctx.caps.need_init()?;
+    memloop::install(sb, &ctx.caps, false, None)?;
+    let plugin = sb.repo.join(".opencode/plugins/memloop.js");
+    if !plugin.is_file() {
+        bail!("memloop init wrote no {}", plugin.display());
+    }
+    let store = "memory_memory_store";
+    let fake = FakeModel::start(Dialect::OpenAi, script(ctx, sb, "write", store))?;
+    agents::opencode(sb, &ctx.tools, Some(&fake.base_url()))?;
+    // stdin is closed at once: `run` appends a non-terminal stdin to the prompt.
+    let out = sb.run(
+        ctx.tools.bin.join("opencode"),
+        &["run", "--print-logs", PROMPT],
+        ctx.gate_timeout,
+    )?;
+    let _ = std::fs::write(sb.root.join("model-requests.jsonl"), fake.dump());
+    let _ = std::fs::write(
+        sb.root.join("opencode-run.log"),
+        format!("{}\n{}", out.stdout, out.stderr),
+    );
+    let calls = fake.model_calls();
+    println!(
+        "   `opencode run`: {}, {} model requests",
+        out.status_text(),
+        calls.len()
+    );
+    if !out.success() {
+        bail!(
+            "`opencode run` failed\nmodel requests:\n{}\n{}",
+            fake.transcript(),
+            plugin_lines(&out)
+        );
+    }
+    check_loop(&fake, store, &sb.repo, &out).map_err(|err| {
+        anyhow::anyhow!(
+            "{err:#}\n{}\n(the plugin sends the agent back from experimental.text.complete, inside \
+             the prompt loop `opencode run` waits on; a send-back from session.idle comes too late \
+             in a one-shot run)",
+            plugin_lines(&out)
+        )
+    })
 }
 
 /// Start a session over HTTP and wait until it has stored and stays idle.
@@ -223,7 +286,7 @@ fn plugin_lines(out: &Output) -> String {
         .filter(|l| l.contains("plugin") || l.contains("memloop") || l.contains("ERROR"))
         .collect();
     format!(
-        "opencode serve log (plugin/memloop/ERROR lines):\n{}",
+        "opencode log (plugin/memloop/ERROR lines):\n{}",
         proc::tail(&lines.join("\n"), 6000)
     )
 }

@@ -1,4 +1,4 @@
-// memloop opencode plugin v1
+// memloop opencode plugin v2
 // Written by memloop; `memloop sync` replaces it, `memloop uninstall` removes it.
 //
 // The memory gate for OpenCode, which has no Stop hook. Every tool call is recorded with
@@ -8,8 +8,12 @@
 //
 // memloop is found as $MEMLOOP_BIN, else as `memloop` on PATH. Nothing here may break a
 // session: every failure is swallowed and the session simply stops ungated.
-// One-shot `opencode run` exits at the first idle, before a send-back can run; the gate acts in
-// the TUI and under `opencode serve`.
+//
+// One-shot `opencode run "..."` exits at the first idle, before a prompt sent from session.idle
+// can run. So the check also runs inside the prompt loop, when a reply's text completes
+// (`experimental.text.complete`, awaited by OpenCode 1.18): a reply without tool calls is the
+// turn's answer, and a block adds the gate's message to the session with `noReply`, which makes
+// the still-running loop take one more turn. The idle path stays for turns that end without text.
 
 import { spawn } from "node:child_process";
 
@@ -59,40 +63,74 @@ export const MemloopGate = async ({ client, directory }) => {
     let state = sessions.get(id);
     if (!state) {
       // pending: records still running, so a stop never judges before its calls are written.
-      state = { pending: Promise.resolve(), assistant: new Set(), sendBacks: 0, checking: false };
+      // checkedAt: assistant messages seen at the last check, so an idle right after a check
+      // made at the reply's end does not judge the same window again.
+      state = {
+        pending: Promise.resolve(),
+        assistant: new Set(),
+        sendBacks: 0,
+        checking: false,
+        checkedAt: -1,
+        agent: undefined,
+        model: undefined,
+      };
       sessions.set(id, state);
     }
     return state;
   };
 
-  const onIdle = async (id) => {
+  // Asks memloop for the verdict; the gate's message when the agent must go back, else null.
+  const check = async (id) => {
     const state = sessionOf(id);
-    if (state.checking) return;
+    if (state.checking) return null;
     state.checking = true;
     try {
       await state.pending;
+      state.checkedAt = state.assistant.size;
       const result = await runMemloop(
         ["hook", "stop", "--agent", "opencode"],
         { session_id: id, cwd: directory, assistant_messages: state.assistant.size },
         directory,
       );
-      if (result.code !== 2) {
+      if (result.code !== 2 || state.sendBacks >= MAX_SEND_BACKS) {
         state.sendBacks = 0;
-        return;
-      }
-      if (state.sendBacks >= MAX_SEND_BACKS) {
-        state.sendBacks = 0;
-        return;
+        return null;
       }
       state.sendBacks += 1;
-      const text = result.stderr.trim() || "KNOWLEDGE CHECK: store what you learned. This is mandatory.";
-      // Not awaited: the prompt runs a whole new turn, and the event handler must return.
-      Promise.resolve()
-        .then(() => client.session.prompt({ path: { id }, body: { parts: [{ type: "text", text }] } }))
-        .catch(() => {});
+      return result.stderr.trim() || "KNOWLEDGE CHECK: store what you learned. This is mandatory.";
     } finally {
       state.checking = false;
     }
+  };
+
+  const onIdle = async (id) => {
+    const state = sessionOf(id);
+    if (state.checkedAt === state.assistant.size) return;
+    const text = await check(id);
+    if (!text) return;
+    // Not awaited: the prompt runs a whole new turn, and the event handler must return.
+    Promise.resolve()
+      .then(() => client.session.prompt({ path: { id }, body: { parts: [{ type: "text", text }] } }))
+      .catch(() => {});
+  };
+
+  // A reply's text is complete, inside the prompt loop. Only a reply without tool calls ends the
+  // turn; a text before a tool call is passed over.
+  const onTextComplete = async (input) => {
+    const id = input.sessionID;
+    const state = sessionOf(id);
+    if (typeof input.messageID === "string") state.assistant.add(input.messageID);
+    const reply = await client.session.message({ path: { id, messageID: input.messageID } });
+    const parts = (reply && reply.data && reply.data.parts) || [];
+    if (parts.some((part) => part && part.type === "tool")) return;
+    const text = await check(id);
+    if (!text) return;
+    const body = { noReply: true, parts: [{ type: "text", text }] };
+    // The added message must name the session's agent and model, or OpenCode files it under
+    // the default agent.
+    if (state.agent) body.agent = state.agent;
+    if (state.model) body.model = state.model;
+    await client.session.prompt({ path: { id }, body });
   };
 
   return {
@@ -104,6 +142,20 @@ export const MemloopGate = async ({ client, directory }) => {
         state.pending = state.pending
           .then(() => runMemloop(["hook", "record", "--agent", "opencode"], payload, directory))
           .catch(() => {});
+      } catch {}
+    },
+    "chat.message": async (input) => {
+      try {
+        if (!input || typeof input.sessionID !== "string") return;
+        const state = sessionOf(input.sessionID);
+        if (input.agent) state.agent = input.agent;
+        if (input.model) state.model = input.model;
+      } catch {}
+    },
+    "experimental.text.complete": async (input) => {
+      try {
+        if (!input || typeof input.sessionID !== "string") return;
+        await onTextComplete(input);
       } catch {}
     },
     event: async ({ event }) => {
