@@ -112,6 +112,11 @@ impl<T: Record> Collection<T> {
         self.entries.is_empty()
     }
 
+    /// Every record, forgotten ones included, by id.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &T)> {
+        self.entries.iter().map(|(id, e)| (id.as_str(), &e.record))
+    }
+
     fn put(&mut self, id: String, stamp: Stamp, record: T) {
         self.drop_entry(&id);
         let slot = record
