@@ -119,9 +119,10 @@ impl<T: Record> Collection<T> {
 
     fn put(&mut self, id: String, stamp: Stamp, record: T) {
         self.drop_entry(&id);
-        let slot = record
-            .searchable()
-            .then(|| self.index.insert(&id, &record.index_texts()));
+        let slot = record.searchable().then(|| {
+            self.index
+                .insert(&id, &record.index_texts(), record.boost())
+        });
         self.broken.remove(&id);
         self.entries.insert(
             id,
@@ -279,12 +280,12 @@ impl<T: Record> Collection<T> {
         let terms = query_terms(query);
         let mut hits: Vec<(f64, &str, &T)> = self
             .index
-            .search(&terms)
+            .top(&terms, limit)
             .into_iter()
             .filter_map(|(slot, score)| {
                 let id = self.index.key(slot);
                 let entry = self.entries.get(id)?;
-                Some((score * entry.record.boost(), id, &entry.record))
+                Some((score, id, &entry.record))
             })
             .collect();
         hits.sort_by(|a, b| {
