@@ -16,7 +16,9 @@ tasks:
   bench cli|doctor    memloop sync, diff and doctor on an installed repository, whole process
                       (target: each median under 20 ms)
   bench gate          the Stop gate against a Python re-read baseline, whole process
-  bench serve         the embedded memory server at 10,000 notes
+  bench serve         the embedded memory server at 10,000 notes (and 100,000: --large N, 0 skips):
+                      broad and narrow context_query, memory_store, start, memory, session-start
+                      index, recall@5 on tests/retrieval/set.json
   corpus [dir]        sync/uninstall round trips over the real-world corpus (default ../shared/corpus)
   man [dir]           write the man pages (memloop.1, memloop-<command>.1; default target/man)
   schema              write assets/memloop.schema.json from the config types";
