@@ -99,6 +99,8 @@ enum Kind<'a> {
 struct Candidate<'a> {
     id: &'a str,
     rank: f64,
+    /// Days since the epoch of `at`, when it reads as a date.
+    day: Option<i64>,
     /// The time it was written (a route: last updated); newer wins a tie.
     at: &'a str,
     kind: Kind<'a>,
@@ -113,16 +115,19 @@ pub fn index(store: &Store, cap: usize) -> SessionText {
             candidates.push(Candidate {
                 id,
                 rank: f64::from(note.importance),
+                day: days(&note.created),
                 at: &note.created,
                 kind: Kind::Note(note),
             });
         }
     }
     for (id, route) in store.routes.iter() {
+        let at = route.updated.as_deref().unwrap_or(&route.created);
         candidates.push(Candidate {
             id,
             rank: ROUTE_IMPORTANCE,
-            at: route.updated.as_deref().unwrap_or(&route.created),
+            day: days(at),
+            at,
             kind: Kind::Route(route),
         });
     }
@@ -130,9 +135,9 @@ pub fn index(store: &Store, cap: usize) -> SessionText {
         return reminder_only();
     }
     // Ages count from the newest record, not the clock, so the same files give the same text.
-    let newest = candidates.iter().filter_map(|c| days(c.at)).max();
+    let newest = candidates.iter().filter_map(|c| c.day).max();
     for candidate in &mut candidates {
-        let age = match (newest, days(candidate.at)) {
+        let age = match (newest, candidate.day) {
             (Some(newest), Some(day)) => (newest - day).max(0) as f64,
             _ => f64::INFINITY,
         };
@@ -144,13 +149,14 @@ pub fn index(store: &Store, cap: usize) -> SessionText {
             .then_with(|| b.at.cmp(a.at))
             .then_with(|| a.id.cmp(b.id))
     };
-    // Every line takes at least two bytes, so no more than cap / 2 can ever be shown: only
-    // those need sorting, whatever the size of the store.
-    let reachable = (cap / 2).min(candidates.len());
-    if reachable < candidates.len() {
-        candidates.select_nth_unstable_by(reachable, order);
+    // Only the head that can fit needs sorting, whatever the size of the store: a line is
+    // rarely shorter than 32 bytes, and should the head run out, the rest is sorted after it.
+    let head = (cap / 32).min(candidates.len());
+    if head < candidates.len() {
+        candidates.select_nth_unstable_by(head, order);
     }
-    candidates[..reachable].sort_unstable_by(order);
+    candidates[..head].sort_unstable_by(order);
+    let mut sorted = head;
 
     let notes = candidates
         .iter()
@@ -165,7 +171,12 @@ pub fn index(store: &Store, cap: usize) -> SessionText {
     );
     let (mut notes_left, mut routes_left) = (notes, routes);
     let mut shown = 0;
-    for candidate in &candidates[..reachable] {
+    while shown < candidates.len() {
+        if shown == sorted {
+            candidates[sorted..].sort_unstable_by(order);
+            sorted = candidates.len();
+        }
+        let candidate = &candidates[shown];
         let line = line(candidate);
         let (n, r) = match candidate.kind {
             Kind::Note(_) => (notes_left - 1, routes_left),
@@ -348,8 +359,21 @@ mod tests {
             .unwrap();
         }
         let store = Store::open(dir.path()).unwrap();
+        let ids = |text: &str| -> Vec<String> {
+            text.lines()
+                .filter_map(|l| {
+                    l.strip_prefix("- ")?
+                        .rsplit_once('[')
+                        .map(|(_, id)| id.to_owned())
+                })
+                .collect()
+        };
+        let widest = ids(&index(&store, 10_000).text);
         for cap in (512..6000).step_by(97) {
             let given = index(&store, cap);
+            // A smaller cap shows a prefix of the same ranking, however much had to be sorted.
+            let shown = ids(&given.text);
+            assert_eq!(shown[..], widest[..shown.len()], "cap {cap}");
             assert!(given.text.len() <= cap, "cap {cap}: {}", given.text.len());
             assert_eq!(given.source, Source::Index);
             let lines: Vec<&str> = given.text.lines().collect();
