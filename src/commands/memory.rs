@@ -83,7 +83,11 @@ pub fn run(args: MemoryArgs) -> anyhow::Result<ExitCode> {
             server.name
         );
     }
-    let mut store = Store::open(&root)?;
+    let mut store = if matches!(args.command, MemoryCommand::Search { .. }) {
+        Store::open(&root)?
+    } else {
+        Store::open_unsearchable(&root)?
+    };
     let out = match args.command {
         MemoryCommand::List {
             all,

@@ -78,7 +78,7 @@ pub fn session_text(root: &Path, config: &Config) -> anyhow::Result<SessionText>
     if !config.server()?.is_embedded() {
         return Ok(reminder_only());
     }
-    let store = Store::open(root)?;
+    let store = Store::open_unsearchable(root)?;
     Ok(index(&store, config.memory.index_bytes as usize))
 }
 
@@ -358,7 +358,9 @@ mod tests {
             )
             .unwrap();
         }
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open_unsearchable(dir.path()).unwrap();
+        let searchable = Store::open(dir.path()).unwrap();
+        assert_eq!(index(&searchable, 2048), index(&store, 2048));
         let ids = |text: &str| -> Vec<String> {
             text.lines()
                 .filter_map(|l| {

@@ -689,7 +689,7 @@ fn index_only(dirs: &[String]) -> anyhow::Result<()> {
         "--index-only measures a release build; `cargo xtask bench serve` starts it"
     );
     for dir in dirs {
-        let store = memloop::serve::store::Store::open(Path::new(dir))?;
+        let store = memloop::serve::store::Store::open_unsearchable(Path::new(dir))?;
         let mut times = Vec::new();
         let mut bytes = 0;
         for _ in 0..INDEX_RUNS {
