@@ -278,11 +278,17 @@ fn counted(n: usize, noun: &str) -> String {
 
 /// Days since the Unix epoch of a `YYYY-MM-DD...` timestamp.
 fn days(timestamp: &str) -> Option<i64> {
-    let date = timestamp.get(..10)?;
-    let mut parts = date.split('-');
-    let year: i64 = parts.next()?.parse().ok()?;
-    let month: i64 = parts.next()?.parse().ok()?;
-    let day: i64 = parts.next()?.parse().ok()?;
+    // Fixed positions rather than split and parse: this runs once per record.
+    let bytes = timestamp.as_bytes();
+    if bytes.len() < 10 || bytes[4] != b'-' || bytes[7] != b'-' {
+        return None;
+    }
+    let number = |range: std::ops::Range<usize>| {
+        bytes[range].iter().try_fold(0i64, |n, b| {
+            b.is_ascii_digit().then(|| n * 10 + i64::from(b - b'0'))
+        })
+    };
+    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
     if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
         return None;
     }
