@@ -31,6 +31,8 @@ pub enum Command {
     Hook(crate::gate::HookArgs),
     /// The embedded memory MCP server (stdio).
     Serve(crate::serve::ServeArgs),
+    /// Read and correct what the agents remembered (list, search, show, forget, restore, index).
+    Memory(crate::commands::memory::MemoryArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -71,6 +73,7 @@ pub fn main() -> ExitCode {
         Command::Uninstall(args) => crate::commands::uninstall::run(args),
         Command::Hook(args) => crate::gate::run(args, &|id| crate::agents::of(id).gate()),
         Command::Serve(args) => crate::serve::run(args),
+        Command::Memory(args) => crate::commands::memory::run(args),
     };
     match result {
         Ok(code) => code,

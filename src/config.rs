@@ -37,6 +37,9 @@ pub struct Config {
     /// Thresholds and tool names of the Stop gate.
     #[serde(default)]
     pub gate: GateConfig,
+    /// What a new session is told about the repository's memory.
+    #[serde(default, skip_serializing_if = "MemoryConfig::is_default")]
+    pub memory: MemoryConfig,
 }
 
 #[derive(
@@ -191,6 +194,44 @@ impl Default for GateConfig {
     }
 }
 
+/// The memory index each session starts with (see DESIGN.md "Memory at session start").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryConfig {
+    /// Hard cap of the session-start text in bytes: whole lines only, and what did not fit is
+    /// counted in a closing line inside the cap.
+    #[serde(default = "default_index_bytes")]
+    #[schemars(range(min = 512, max = 10000))]
+    pub index_bytes: u32,
+    /// Give each new session the index (or, with a remote server, the lookup reminder).
+    #[serde(default = "default_true")]
+    pub session_start: bool,
+}
+
+impl MemoryConfig {
+    /// Claude Code cuts hook output past 10,000 characters; below 512 bytes the rule line and a few index lines barely fit.
+    pub const INDEX_BYTES: std::ops::RangeInclusive<u32> = 512..=10_000;
+
+    fn is_default(&self) -> bool {
+        *self == MemoryConfig::default()
+    }
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        MemoryConfig {
+            index_bytes: default_index_bytes(),
+            session_start: true,
+        }
+    }
+}
+
+fn default_index_bytes() -> u32 {
+    2048
+}
+fn default_true() -> bool {
+    true
+}
 fn default_version() -> u32 {
     CONFIG_VERSION
 }
@@ -227,6 +268,7 @@ impl Default for Config {
             layout: Layout::default(),
             server: ServerConfig::default(),
             gate: GateConfig::default(),
+            memory: MemoryConfig::default(),
         }
     }
 }
@@ -373,6 +415,19 @@ impl Config {
         let server = self.checked_server(src)?;
         if self.agents.contains(&AgentId::Kimi) {
             check_kimi(src, &server)?;
+        }
+        let range = MemoryConfig::INDEX_BYTES;
+        if !range.contains(&self.memory.index_bytes) {
+            return Err(src.refuse(
+                &[Step::Key("memory"), Step::Key("index_bytes")],
+                format!(
+                    "memory.index_bytes = {} is outside {} to {} bytes",
+                    self.memory.index_bytes,
+                    range.start(),
+                    range.end()
+                ),
+                "give a size in that range, or leave it out for the default 2048",
+            ));
         }
         Ok(())
     }
@@ -820,6 +875,23 @@ mod tests {
             ..Config::default()
         };
         assert_eq!(parse(&config.to_toml()).unwrap(), config);
+    }
+
+    #[test]
+    fn memory_section_defaults_bounds_and_round_trip() {
+        let config = parse("[memory]\nindex_bytes = 4096\nsession_start = false\n").unwrap();
+        assert_eq!(config.memory.index_bytes, 4096);
+        assert!(!config.memory.session_start);
+        assert_eq!(parse(&config.to_toml()).unwrap(), config);
+        assert_eq!(parse("").unwrap().memory, MemoryConfig::default());
+        // The default section is left out of what init writes.
+        assert!(!Config::default().to_toml().contains("[memory]"));
+        let err = format!("{:#}", parse("[memory]\nindex_bytes = 100\n").unwrap_err());
+        assert!(err.contains("memory.index_bytes = 100"), "{err}");
+        let err = parse("[memory]\nindex_byte = 100\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("did you mean `index_bytes`?"), "{err}");
     }
 
     #[test]

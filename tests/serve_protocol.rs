@@ -655,7 +655,6 @@ fn tools_call_with_params_that_do_not_fit_is_invalid_params_not_method_not_found
             call(6, json!({"name": 5, "arguments": {}})),
             call(7, json!([1])),
             line(json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call"})),
-            line(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": [1]})),
             line(json!({"jsonrpc": "2.0", "id": 10, "method": "no/such", "params": {}})),
             call(
                 11,
@@ -663,7 +662,7 @@ fn tools_call_with_params_that_do_not_fit_is_invalid_params_not_method_not_found
             ),
         ],
     );
-    assert_eq!(answers.len(), 11, "{answers:#?}");
+    assert_eq!(answers.len(), 10, "{answers:#?}");
     for (id, says) in [
         (1, "an array"),
         (2, "a string"),
@@ -673,7 +672,6 @@ fn tools_call_with_params_that_do_not_fit_is_invalid_params_not_method_not_found
         (6, "name"),
         (7, "params"),
         (8, "params"),
-        (9, "params"),
     ] {
         let error = &answer_to(&answers, json!(id))["error"];
         assert_eq!(error["code"], -32602, "{id}: {error}");

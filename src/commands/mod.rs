@@ -3,6 +3,7 @@
 pub mod diff;
 pub mod doctor;
 pub mod init;
+pub mod memory;
 pub mod sync;
 pub mod uninstall;
 pub mod upgrade;

@@ -81,6 +81,8 @@ enum HookCommand {
     Stop(AgentArg),
     /// Record one tool call of an OpenCode session (the plugin's tool.execute.after input).
     Record(AgentArg),
+    /// Print what a new session is told about the repository's memory (index or reminder).
+    SessionStart(crate::serve::SessionStartArgs),
     #[command(external_subcommand)]
     Unknown(Vec<String>),
 }
@@ -207,6 +209,7 @@ pub fn run(
     let outcome = match args.command {
         Some(HookCommand::Stop(arg)) => parse_agent(&arg).and_then(|id| stop(id, reader(id))),
         Some(HookCommand::Record(arg)) => parse_agent(&arg).and_then(|id| record(id, reader(id))),
+        Some(HookCommand::SessionStart(args)) => return Ok(crate::serve::session_start_hook(args)),
         Some(HookCommand::Unknown(words)) => Err(anyhow::anyhow!(
             "unknown hook command {:?}; use `memloop hook stop` or `memloop hook record`",
             words.first().map(String::as_str).unwrap_or_default()

@@ -2,16 +2,22 @@
 //!
 //! Rooms: `protocol` (MCP handler) and `tools` with `args` (what the model sees and sends),
 //! `store` (the notes of one repository) on `record` (the file format), `search` (ranking) and
-//! `files` (locking and atomic writes); `transport` reads and writes the JSON-RPC lines.
+//! `files` (ids and timestamps, locking and atomic writes); `transport` reads and writes the
+//! JSON-RPC lines; `session` (the index a new session starts with) and `hook`
+//! (`memloop hook session-start`), which `memloop memory` shares with the server.
 
 mod args;
 mod files;
+mod hook;
 mod protocol;
-mod record;
+pub mod record;
 mod search;
-mod store;
+pub mod session;
+pub mod store;
 mod tools;
 pub mod transport;
+
+pub use hook::{SessionStartArgs, run as session_start_hook};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,7 +34,7 @@ pub struct ServeArgs {
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let root = repository(args.root);
+    let root = repository(args.root, None);
     if let Err(why) = &root {
         // The client shows the server as connected either way; every tool call repeats this.
         eprintln!("memloop serve: {why}");
@@ -57,7 +63,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn repository(given: Option<PathBuf>) -> Result<PathBuf, String> {
+/// The repository to serve: `given` (a `--root`), else the nearest one above `start` (default:
+/// the working directory).
+pub(crate) fn repository(
+    given: Option<PathBuf>,
+    start: Option<PathBuf>,
+) -> Result<PathBuf, String> {
     if let Some(dir) = given {
         return match dir.canonicalize() {
             Ok(dir) if dir.is_dir() => Ok(dir),
@@ -67,8 +78,11 @@ fn repository(given: Option<PathBuf>) -> Result<PathBuf, String> {
             )),
         };
     }
-    let cwd = std::env::current_dir()
-        .map_err(|err| format!("could not read the working directory: {err}"))?;
+    let cwd = match start {
+        Some(start) => start,
+        None => std::env::current_dir()
+            .map_err(|err| format!("could not read the working directory: {err}"))?,
+    };
     crate::config::find_root(&cwd).ok_or_else(|| {
         format!(
             "no repository above {} (looked for memloop.toml, then .git); start the server \

@@ -5,8 +5,11 @@
 //! therefore updates document frequencies and the total length at once, and only the postings
 //! keep dead entries until the next compaction.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+
+use rust_stemmers::{Algorithm, Stemmer};
 
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
@@ -41,13 +44,12 @@ fn is_stop_word(word: &str) -> bool {
     )
 }
 
-/// Splits text into lowercase words and reduces simple English inflections, so "rounds",
-/// "rounding" and "rounded" meet "round". Paths split at `/`, `.`, `_` and `-` the same way.
-pub fn tokenize(text: &str, mut sink: impl FnMut(&str)) {
+/// Splits text into lowercase words, leaving out stop words. Paths split at `/`, `.`, `_` and
+/// `-` the same way, so `shop/checkout/tax.py` meets a query for "checkout tax".
+fn words(text: &str, mut sink: impl FnMut(&str)) {
     let mut word = String::new();
     let mut flush = |word: &mut String| {
         if !word.is_empty() && !is_stop_word(word) {
-            stem(word);
             sink(word);
         }
         word.clear();
@@ -64,20 +66,15 @@ pub fn tokenize(text: &str, mut sink: impl FnMut(&str)) {
     flush(&mut word);
 }
 
-fn stem(word: &mut String) {
-    // Bytes, not chars: the suffixes are ASCII, and a longer non-ASCII word only stems sooner.
-    let chars = word.len();
-    let cut = |word: &mut String, suffix: &str| word.truncate(word.len() - suffix.len());
-    if chars > 5 && word.ends_with("ing") {
-        cut(word, "ing");
-    } else if chars > 4 && word.ends_with("ed") {
-        cut(word, "ed");
-    } else if chars > 4 && word.ends_with("ies") {
-        cut(word, "ies");
-        word.push('y');
-    } else if chars > 3 && word.ends_with('s') && !word.ends_with("ss") {
-        cut(word, "s");
-    }
+/// Snowball's English stemmer (Porter2), so "rounds", "rounding" and "rounded" meet "round" and
+/// "migrating" meets "migrations".
+fn stem(word: &str) -> Cow<'_, str> {
+    Stemmer::create(Algorithm::English).stem(word)
+}
+
+/// The terms of a text as the index holds them: words, stemmed.
+pub fn tokenize(text: &str, mut sink: impl FnMut(&str)) {
+    words(text, |word| sink(&stem(word)));
 }
 
 /// The distinct query words, in the order given, so a score is summed in a fixed order.
@@ -142,12 +139,17 @@ struct Doc {
     key: String,
     len: u32,
     terms: Vec<(u32, u32)>,
+    /// Multiplies the text score (the record's importance).
+    boost: f64,
     live: bool,
 }
 
 #[derive(Default)]
 pub struct Index {
+    /// Stem -> term id.
     vocab: FastMap<String, u32>,
+    /// Word as written -> term id: the stemmer runs once per distinct word, not per occurrence.
+    surface: FastMap<String, u32>,
     terms: Vec<Term>,
     docs: Vec<Doc>,
     live: u32,
@@ -157,19 +159,27 @@ pub struct Index {
 pub type Slot = u32;
 
 impl Index {
-    /// Adds a document made of weighted texts; returns its slot.
-    pub fn insert(&mut self, key: &str, texts: &[(&str, u32)]) -> Slot {
+    /// Adds a document made of weighted texts, its score multiplied by `boost`; returns its slot.
+    pub fn insert(&mut self, key: &str, texts: &[(&str, u32)], boost: f64) -> Slot {
         let slot = self.docs.len() as Slot;
         let mut counts: Vec<(u32, u32)> = Vec::new();
         let mut len = 0u32;
         for &(text, weight) in texts {
-            tokenize(text, |token| {
-                let id = match self.vocab.get(token) {
+            words(text, |word| {
+                let id = match self.surface.get(word) {
                     Some(&id) => id,
                     None => {
-                        let id = self.terms.len() as u32;
-                        self.vocab.insert(token.to_owned(), id);
-                        self.terms.push(Term::default());
+                        let stemmed = stem(word);
+                        let id = match self.vocab.get(stemmed.as_ref()) {
+                            Some(&id) => id,
+                            None => {
+                                let id = self.terms.len() as u32;
+                                self.vocab.insert(stemmed.into_owned(), id);
+                                self.terms.push(Term::default());
+                                id
+                            }
+                        };
+                        self.surface.insert(word.to_owned(), id);
                         id
                     }
                 };
@@ -189,6 +199,7 @@ impl Index {
             key: key.to_owned(),
             len,
             terms: counts,
+            boost,
             live: true,
         });
         self.live += 1;
@@ -220,15 +231,17 @@ impl Index {
         dead > 512 && dead > self.live as usize
     }
 
-    /// Every live document matching at least one term, with its BM25 score.
-    pub fn search(&self, terms: &[String]) -> Vec<(Slot, f64)> {
-        if self.live == 0 {
+    /// The best `limit` live documents matching at least one term, by BM25 times their boost,
+    /// plus any tied with the last of them, in no particular order: the caller breaks ties.
+    /// Scores accumulate in a dense array and only the winners are selected, never all sorted.
+    pub fn top(&self, terms: &[String], limit: usize) -> Vec<(Slot, f64)> {
+        if self.live == 0 || limit == 0 {
             return Vec::new();
         }
         let n = f64::from(self.live);
         let avg_len = self.total_len as f64 / n;
-        let mut scores: FastMap<Slot, f64> = FastMap::default();
-        let mut order: Vec<Slot> = Vec::new();
+        let mut scores = vec![0.0f64; self.docs.len()];
+        let mut touched: Vec<Slot> = Vec::new();
         for word in terms {
             let Some(&id) = self.vocab.get(word) else {
                 continue;
@@ -247,18 +260,31 @@ impl Index {
                 }
                 let tf = f64::from(tf);
                 let norm = K1 * (1.0 - B + B * f64::from(doc.len) / avg_len);
-                let part = idf * tf * (K1 + 1.0) / (tf + norm);
-                let score = scores.entry(slot).or_insert_with(|| {
-                    order.push(slot);
-                    0.0
-                });
-                *score += part;
+                let score = &mut scores[slot as usize];
+                // Every part is positive, so zero means "not touched yet".
+                if *score == 0.0 {
+                    touched.push(slot);
+                }
+                *score += idf * tf * (K1 + 1.0) / (tf + norm);
             }
         }
-        order
+        let mut hits: Vec<(Slot, f64)> = touched
             .into_iter()
-            .map(|slot| (slot, scores[&slot]))
-            .collect()
+            .map(|slot| (slot, scores[slot as usize] * self.docs[slot as usize].boost))
+            .collect();
+        if hits.len() > limit {
+            hits.select_nth_unstable_by(limit - 1, |a, b| b.1.total_cmp(&a.1));
+            let last = hits[limit - 1].1;
+            let mut kept = limit;
+            for i in limit..hits.len() {
+                if hits[i].1 == last {
+                    hits.swap(kept, i);
+                    kept += 1;
+                }
+            }
+            hits.truncate(kept);
+        }
+        hits
     }
 }
 
@@ -266,7 +292,7 @@ impl Index {
 mod tests {
     use super::*;
 
-    fn words(text: &str) -> Vec<String> {
+    fn terms_of(text: &str) -> Vec<String> {
         let mut out = Vec::new();
         tokenize(text, |t| out.push(t.to_owned()));
         out
@@ -275,48 +301,52 @@ mod tests {
     #[test]
     fn tokens_meet_across_inflections_and_paths() {
         assert_eq!(
-            words("Rounds rounding ROUNDED"),
+            terms_of("Rounds rounding ROUNDED"),
             ["round", "round", "round"]
         );
         assert_eq!(
-            words("shop/checkout/tax.py"),
+            terms_of("shop/checkout/tax.py"),
             ["shop", "checkout", "tax", "py"]
         );
-        assert_eq!(words("the class of gotchas"), ["class", "gotcha"]);
-        assert_eq!(words("Größe über"), ["größe", "über"]);
-        assert_eq!(words("entries entry this"), ["entry", "entry"]);
+        assert_eq!(terms_of("the class of gotchas"), ["class", "gotcha"]);
+        assert_eq!(terms_of("Größe über"), ["größe", "über"]);
+        assert_eq!(terms_of("entries entry this"), ["entri", "entri"]);
+        // What the suffix stripper it replaced missed: derivations, irregular "-ied", "-ing".
+        assert_eq!(terms_of("migrating migrations"), ["migrat", "migrat"]);
+        assert_eq!(terms_of("retried retry"), ["retri", "retri"]);
+        assert_eq!(terms_of("stored store"), ["store", "store"]);
     }
 
     #[test]
     fn rarer_and_denser_matches_rank_higher() {
         let mut index = Index::default();
-        index.insert("common", &[("checkout page layout", 1)]);
-        index.insert("vat", &[("checkout vat rounding per line", 1)]);
-        index.insert("other", &[("checkout button colour", 1)]);
-        let hits = index.search(&query_terms("vat checkout"));
+        index.insert("common", &[("checkout page layout", 1)], 1.0);
+        index.insert("vat", &[("checkout vat rounding per line", 1)], 1.0);
+        index.insert("other", &[("checkout button colour", 1)], 1.0);
+        let hits = index.top(&query_terms("vat checkout"), usize::MAX);
         let best = hits
             .iter()
             .max_by(|a, b| a.1.total_cmp(&b.1))
             .map(|(slot, _)| index.key(*slot));
         assert_eq!(best, Some("vat"));
         assert_eq!(hits.len(), 3);
-        assert!(index.search(&query_terms("unrelated")).is_empty());
+        assert!(index.top(&query_terms("unrelated"), 5).is_empty());
     }
 
     #[test]
     fn scores_depend_only_on_the_live_set() {
         let mut churned = Index::default();
-        let gone = churned.insert("gone", &[("vat vat vat totally different", 1)]);
-        churned.insert("a", &[("vat rounding per line", 1)]);
-        churned.insert("b", &[("shipping is its own line", 1)]);
+        let gone = churned.insert("gone", &[("vat vat vat totally different", 1)], 1.0);
+        churned.insert("a", &[("vat rounding per line", 1)], 1.0);
+        churned.insert("b", &[("shipping is its own line", 1)], 1.0);
         churned.remove(gone);
         let mut fresh = Index::default();
-        fresh.insert("a", &[("vat rounding per line", 1)]);
-        fresh.insert("b", &[("shipping is its own line", 1)]);
+        fresh.insert("a", &[("vat rounding per line", 1)], 1.0);
+        fresh.insert("b", &[("shipping is its own line", 1)], 1.0);
         let terms = query_terms("vat line");
         let score = |index: &Index| {
             let mut hits: Vec<(String, f64)> = index
-                .search(&terms)
+                .top(&terms, usize::MAX)
                 .into_iter()
                 .map(|(slot, s)| (index.key(slot).to_owned(), s))
                 .collect();
@@ -325,5 +355,36 @@ mod tests {
         };
         assert_eq!(score(&churned), score(&fresh));
         assert_eq!(churned.live, 2);
+    }
+
+    /// The selection gives what a full sort would give first, ties at the edge included.
+    #[test]
+    fn top_k_is_the_head_of_a_full_sort() {
+        let mut index = Index::default();
+        for i in 0..300u32 {
+            let text = format!(
+                "common word{} word{} filler {}",
+                i % 7,
+                i % 13,
+                "pad ".repeat((i % 5) as usize)
+            );
+            index.insert(
+                &format!("d{i}"),
+                &[(&text, 1)],
+                0.8 + f64::from(i % 3) / 10.0,
+            );
+        }
+        let terms = query_terms("common word3 word5");
+        let mut all = index.top(&terms, usize::MAX);
+        assert_eq!(all.len(), 300);
+        all.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        for k in [1, 5, 20, 299] {
+            let mut top = index.top(&terms, k);
+            top.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            let edge = all[k - 1].1;
+            let expected: Vec<_> = all.iter().filter(|h| h.1 >= edge).copied().collect();
+            assert_eq!(top, expected, "k = {k}");
+            assert!(top.len() >= k);
+        }
     }
 }

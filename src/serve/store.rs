@@ -88,15 +88,18 @@ pub struct Collection<T: Record> {
     /// Files that failed to parse, by inode, so each is reported once rather than on every scan.
     broken: BTreeMap<String, Stamp>,
     index: Index,
+    /// Whether records go into the search index; listing the memory does without it.
+    indexed: bool,
 }
 
 impl<T: Record> Collection<T> {
-    fn new(dir: PathBuf) -> Self {
+    fn new(dir: PathBuf, indexed: bool) -> Self {
         Collection {
             dir,
             entries: BTreeMap::new(),
             broken: BTreeMap::new(),
             index: Index::default(),
+            indexed,
         }
     }
 
@@ -112,11 +115,17 @@ impl<T: Record> Collection<T> {
         self.entries.is_empty()
     }
 
+    /// Every record, forgotten ones included, by id.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &T)> {
+        self.entries.iter().map(|(id, e)| (id.as_str(), &e.record))
+    }
+
     fn put(&mut self, id: String, stamp: Stamp, record: T) {
         self.drop_entry(&id);
-        let slot = record
-            .searchable()
-            .then(|| self.index.insert(&id, &record.index_texts()));
+        let slot = (self.indexed && record.searchable()).then(|| {
+            self.index
+                .insert(&id, &record.index_texts(), record.boost())
+        });
         self.broken.remove(&id);
         self.entries.insert(
             id,
@@ -274,12 +283,12 @@ impl<T: Record> Collection<T> {
         let terms = query_terms(query);
         let mut hits: Vec<(f64, &str, &T)> = self
             .index
-            .search(&terms)
+            .top(&terms, limit)
             .into_iter()
             .filter_map(|(slot, score)| {
                 let id = self.index.key(slot);
                 let entry = self.entries.get(id)?;
-                Some((score * entry.record.boost(), id, &entry.record))
+                Some((score, id, &entry.record))
             })
             .collect();
         hits.sort_by(|a, b| {
@@ -381,11 +390,22 @@ impl Store {
     /// Loads the repository's memory: from the cache where its stamps still match the files,
     /// from the files where they do not. Writes nothing unless there are notes to cache.
     pub fn open(root: &Path) -> anyhow::Result<Store> {
+        Store::open_with(root, true)
+    }
+
+    /// Like [`Store::open`], without the search index: for reading the records in full (the
+    /// session-start index, listings) and for forgets, at half the cost of a searchable store.
+    /// Its queries find nothing.
+    pub fn open_unsearchable(root: &Path) -> anyhow::Result<Store> {
+        Store::open_with(root, false)
+    }
+
+    fn open_with(root: &Path, indexed: bool) -> anyhow::Result<Store> {
         let base = root.join(MEMLOOP_DIR);
         let memory = base.join("memory");
         let mut store = Store {
-            notes: Collection::new(memory.join(Note::FOLDER)),
-            routes: Collection::new(memory.join(Route::FOLDER)),
+            notes: Collection::new(memory.join(Note::FOLDER), indexed),
+            routes: Collection::new(memory.join(Route::FOLDER), indexed),
             base,
             seen: Signature::default(),
             cache_dirty: false,

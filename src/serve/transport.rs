@@ -334,7 +334,19 @@ pub struct LineTransport<R, W> {
     write: Arc<Mutex<Writer<W>>>,
     /// Replies queued by `receive` and not yet flushed.
     replies_pending: bool,
+    /// Requests handed to the server and not answered yet: at the end of input the transport
+    /// waits for their answers, since the server stops its handlers once `receive` ends.
+    in_flight: Arc<InFlight>,
 }
+
+#[derive(Default)]
+struct InFlight {
+    count: std::sync::atomic::AtomicUsize,
+    answered: tokio::sync::Notify,
+}
+
+/// How long the end of input waits for the answers still being worked out.
+const DRAIN: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> LineTransport<R, W> {
     pub fn new(read: R, write: W) -> Self {
@@ -347,7 +359,23 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> LineTransport<R, W> {
                 queued: Vec::new(),
             })),
             replies_pending: false,
+            in_flight: Arc::default(),
         }
+    }
+
+    /// Waits (at most `DRAIN`) until every request handed to the server has been answered.
+    async fn drain(in_flight: Arc<InFlight>) {
+        use std::sync::atomic::Ordering;
+        let _ = tokio::time::timeout(DRAIN, async {
+            loop {
+                let answered = in_flight.answered.notified();
+                if in_flight.count.load(Ordering::Acquire) == 0 {
+                    return;
+                }
+                answered.await;
+            }
+        })
+        .await;
     }
 
     async fn reply(&mut self, message: &TxJsonRpcMessage<RoleServer>) -> bool {
@@ -434,20 +462,41 @@ where
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let write = self.write.clone();
+        let in_flight = self.in_flight.clone();
+        let answers = matches!(item, JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_));
         async move {
             let mut write = write.lock().await;
             write.queue(&item)?;
-            write.flush().await
+            let flushed = write.flush().await;
+            if answers {
+                let _ = in_flight.count.fetch_update(
+                    std::sync::atomic::Ordering::AcqRel,
+                    std::sync::atomic::Ordering::Acquire,
+                    |n| n.checked_sub(1),
+                );
+                in_flight.answered.notify_waiters();
+            }
+            flushed
         }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
-            self.next_line().await?;
+            if self.next_line().await.is_none() {
+                Self::drain(self.in_flight.clone()).await;
+                return None;
+            }
             let incoming = classify(&self.line);
             self.line.clear();
             match incoming {
-                Incoming::Message(message) => return Some(*message),
+                Incoming::Message(message) => {
+                    if matches!(*message, JsonRpcMessage::Request(_)) {
+                        self.in_flight
+                            .count
+                            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+                    }
+                    return Some(*message);
+                }
                 Incoming::Reply(answer) => {
                     if !self.reply(&answer).await {
                         return None;

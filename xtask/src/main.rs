@@ -20,7 +20,9 @@ tasks:
   bench cli|doctor    memloop sync, diff and doctor on an installed repository, whole process
                       (target: each median under 20 ms)
   bench gate          the Stop gate against a Python re-read baseline, whole process
-  bench serve         the embedded memory server at 10,000 notes
+  bench serve         the embedded memory server at 10,000 notes (and 100,000: --large N, 0 skips):
+                      broad and narrow context_query, memory_store, start, memory, session-start
+                      index, recall@5 on tests/retrieval/set.json
   fuzz [target...]    every parser of a user's file under generated inputs (1,200,000 by default;
                       --quick, --inputs N, --seed S, --bound-ms MS, --trace, --replay FILE, --list)
   corpus [dir]        sync/uninstall round trips over the real-world corpus (default ../shared/corpus)

@@ -1,0 +1,370 @@
+//! `memloop memory`: what the agents remembered, for a person to read and correct. It works on
+//! the embedded server's own store (the same files under `.memloop/memory/`, the same write
+//! lock), so a running server sees a forget or restore at its next query.
+//!
+//! Exit codes: 0 done, 1 no note or route has the id, 2 the repository or its config is unusable.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use serde_json::{Value, json};
+
+use crate::config::Config;
+use crate::serve::record::{Note, Route};
+use crate::serve::session::{self, session_text};
+use crate::serve::store::{Change, Store};
+
+#[derive(Debug, clap::Args)]
+pub struct MemoryArgs {
+    #[command(subcommand)]
+    command: MemoryCommand,
+    /// Repository whose memory to read [default: the nearest memloop.toml, else .git, above the
+    /// working directory]
+    #[arg(long, global = true, value_name = "DIR", env = "MEMLOOP_ROOT")]
+    root: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, global = true, value_enum, default_value_t = Format::Table)]
+    format: Format,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    Table,
+    Json,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum MemoryCommand {
+    /// List the notes (newest first), then the routes.
+    List {
+        /// Forgotten notes too.
+        #[arg(long)]
+        all: bool,
+        /// Only the forgotten notes.
+        #[arg(long, conflicts_with = "all")]
+        forgotten: bool,
+        /// At most this many notes.
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+    },
+    /// Find notes and routes the way context_query does.
+    Search {
+        /// Keywords, e.g. "spanish vat checkout rounding".
+        #[arg(required = true, num_args = 1..)]
+        query: Vec<String>,
+        /// At most this many notes.
+        #[arg(long, value_name = "N", default_value_t = 10)]
+        limit: usize,
+    },
+    /// Show one note or route in full.
+    Show { id: String },
+    /// Forget a note: it stays on disk, out of every query and index, until restored.
+    Forget { id: String },
+    /// Bring a forgotten note back.
+    Restore { id: String },
+    /// Print exactly what a new session is given (the index, or the lookup rule alone).
+    Index,
+}
+
+pub fn run(args: MemoryArgs) -> anyhow::Result<ExitCode> {
+    let root = crate::serve::repository(args.root, None).map_err(anyhow::Error::msg)?;
+    let config = Config::load(&root)?.unwrap_or_default();
+    let format = args.format;
+    if let MemoryCommand::Index = args.command {
+        return index(&root, &config, format);
+    }
+    let server = config.server()?;
+    if !server.is_embedded() {
+        eprintln!(
+            "memloop memory: memloop.toml points the agents at the server {:?}, not the embedded \
+             one; this is the embedded store in .memloop/memory/, which they do not read",
+            server.name
+        );
+    }
+    let mut store = if matches!(args.command, MemoryCommand::Search { .. }) {
+        Store::open(&root)?
+    } else {
+        Store::open_unsearchable(&root)?
+    };
+    let out = match args.command {
+        MemoryCommand::List {
+            all,
+            forgotten,
+            limit,
+        } => {
+            let mut notes: Vec<(&str, &Note)> = store
+                .notes
+                .iter()
+                .filter(|(_, n)| match (all, forgotten) {
+                    (true, _) => true,
+                    (_, true) => n.forgotten.is_some(),
+                    _ => n.forgotten.is_none(),
+                })
+                .collect();
+            notes.sort_by(|a, b| b.1.created.cmp(&a.1.created).then_with(|| a.0.cmp(b.0)));
+            notes.truncate(limit.unwrap_or(usize::MAX));
+            let routes: Vec<(&str, &Route)> = if forgotten {
+                Vec::new()
+            } else {
+                store.routes.iter().collect()
+            };
+            listing(format, &notes, &routes)
+        }
+        MemoryCommand::Search { query, limit } => {
+            let query = query.join(" ");
+            let notes = store.notes.answer(&query, limit);
+            let routes = store.routes.answer(&query, limit.min(5));
+            let notes: Vec<(&str, &Note)> = notes.iter().map(|(id, n)| (id.as_str(), n)).collect();
+            let routes: Vec<(&str, &Route)> =
+                routes.iter().map(|(id, r)| (id.as_str(), r)).collect();
+            listing(format, &notes, &routes)
+        }
+        MemoryCommand::Show { id } => {
+            if let Some(note) = store.notes.get(&id) {
+                show_note(format, &id, note)
+            } else if let Some(route) = store.routes.get(&id) {
+                show_route(format, &id, route)
+            } else {
+                return Ok(unknown(&id));
+            }
+        }
+        MemoryCommand::Forget { id } | MemoryCommand::Restore { id }
+            if store.notes.get(&id).is_none() =>
+        {
+            if store.routes.get(&id).is_some() {
+                eprintln!(
+                    "memloop memory: {id} is a route, and routes are not forgotten; correct it \
+                     with update_route, or delete {}",
+                    Store::relative_path::<Route>(&id)
+                );
+                return Ok(ExitCode::from(super::EXIT_DRIFT));
+            }
+            return Ok(unknown(&id));
+        }
+        MemoryCommand::Forget { id } => forget(&mut store, format, &id, true)?,
+        MemoryCommand::Restore { id } => forget(&mut store, format, &id, false)?,
+        MemoryCommand::Index => unreachable!("answered above"),
+    };
+    print!("{out}");
+    if let Err(err) = store.save_cache() {
+        eprintln!("memloop memory: the cache was not written ({err:#}); nothing else is affected");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn unknown(id: &str) -> ExitCode {
+    eprintln!(
+        "memloop memory: no note or route has the id {id:?}; `memloop memory list --all` shows \
+         every id"
+    );
+    ExitCode::from(super::EXIT_DRIFT)
+}
+
+fn index(root: &std::path::Path, config: &Config, format: Format) -> anyhow::Result<ExitCode> {
+    let given = session_text(root, config)?;
+    match format {
+        Format::Json => {
+            let answer = json!({
+                "source": given.source.as_str(),
+                "text": given.text,
+                "bytes": given.text.len(),
+                "cap": config.memory.index_bytes,
+                "shown": given.shown,
+                "more": given.more,
+            });
+            println!("{}", serde_json::to_string_pretty(&answer)?);
+        }
+        Format::Table => {
+            if given.source == session::Source::Off {
+                eprintln!(
+                    "memloop memory: [memory] session_start = false in memloop.toml; sessions \
+                     are given nothing"
+                );
+            }
+            print!("{}", given.text);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn forget(store: &mut Store, format: Format, id: &str, forget: bool) -> anyhow::Result<String> {
+    let change = store
+        .set_forgotten(id, forget)
+        .with_context(|| format!("could not change {}", Store::relative_path::<Note>(id)))?;
+    let changed = matches!(change, Change::Done);
+    Ok(match format {
+        Format::Json => format!(
+            "{}\n",
+            json!({"id": id, "forgotten": forget, "changed": changed})
+        ),
+        Format::Table => match (forget, changed) {
+            (true, true) => format!("forgot {id}; `memloop memory restore {id}` brings it back\n"),
+            (true, false) => format!("{id} was already forgotten\n"),
+            (false, true) => format!("restored {id}\n"),
+            (false, false) => format!("{id} was not forgotten\n"),
+        },
+    })
+}
+
+fn note_json(id: &str, note: &Note) -> Value {
+    let mut value = json!({
+        "id": id,
+        "kind": "note",
+        "file": Store::relative_path::<Note>(id),
+        "content": note.content,
+        "category": note.category,
+        "importance": note.importance,
+        "tags": note.tags,
+        "created": note.created,
+        "forgotten": note.forgotten,
+    });
+    if let Some(task) = &note.task_id {
+        value["task_id"] = json!(task);
+    }
+    value
+}
+
+fn route_json(id: &str, route: &Route) -> Value {
+    json!({
+        "id": id,
+        "kind": "route",
+        "file": Store::relative_path::<Route>(id),
+        "title": route.title,
+        "description": route.description,
+        "paths": route.paths,
+        "created": route.created,
+        "updated": route.updated,
+    })
+}
+
+fn listing(format: Format, notes: &[(&str, &Note)], routes: &[(&str, &Route)]) -> String {
+    if format == Format::Json {
+        let answer = json!({
+            "notes": notes.iter().map(|(id, n)| note_json(id, n)).collect::<Vec<_>>(),
+            "routes": routes.iter().map(|(id, r)| route_json(id, r)).collect::<Vec<_>>(),
+        });
+        return format!("{}\n", serde_json::to_string_pretty(&answer).expect("JSON"));
+    }
+    if notes.is_empty() && routes.is_empty() {
+        return "no notes or routes\n".to_owned();
+    }
+    let mut rows: Vec<[String; 5]> = Vec::new();
+    for (id, note) in notes {
+        let gone = if note.forgotten.is_some() {
+            "[forgotten] "
+        } else {
+            ""
+        };
+        rows.push([
+            (*id).to_owned(),
+            note.category.clone(),
+            note.importance.to_string(),
+            date(&note.created),
+            format!("{gone}{}", session::title(&note.content)),
+        ]);
+    }
+    for (id, route) in routes {
+        rows.push([
+            (*id).to_owned(),
+            "route".to_owned(),
+            String::new(),
+            date(route.updated.as_deref().unwrap_or(&route.created)),
+            format!("{}: {}", route.title, route.paths.join(", ")),
+        ]);
+    }
+    table(["ID", "KIND", "IMP", "DATE", "TEXT"], &rows)
+}
+
+/// Columns padded to their widest cell; on a terminal the last one is cut to the width.
+fn table(header: [&str; 5], rows: &[[String; 5]]) -> String {
+    let mut widths = header.map(str::len);
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let room = std::io::stdout().is_terminal().then(|| {
+        let columns = std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.parse::<usize>().ok())
+            .unwrap_or(100);
+        let used: usize = widths[..4].iter().map(|w| w + 2).sum();
+        columns.saturating_sub(used).max(20)
+    });
+    let mut out = String::new();
+    let mut push = |cells: [&str; 5]| {
+        let mut line = String::new();
+        for (i, cell) in cells.iter().enumerate().take(4) {
+            line.push_str(&format!("{cell:<width$}  ", width = widths[i]));
+        }
+        let last = cells[4];
+        match room {
+            Some(room) if last.chars().count() > room => {
+                line.extend(last.chars().take(room.saturating_sub(1)));
+                line.push('…');
+            }
+            _ => line.push_str(last),
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    };
+    push(header);
+    for row in rows {
+        push([&row[0], &row[1], &row[2], &row[3], &row[4]]);
+    }
+    out
+}
+
+fn date(timestamp: &str) -> String {
+    timestamp.get(..10).unwrap_or(timestamp).to_owned()
+}
+
+fn show_note(format: Format, id: &str, note: &Note) -> String {
+    if format == Format::Json {
+        return format!(
+            "{}\n",
+            serde_json::to_string_pretty(&note_json(id, note)).expect("JSON")
+        );
+    }
+    let mut out = format!(
+        "id:         {id}\nfile:       {}\ncategory:   {}\nimportance: {}\ntags:       {}\n",
+        Store::relative_path::<Note>(id),
+        note.category,
+        note.importance,
+        note.tags.join(", "),
+    );
+    if let Some(task) = &note.task_id {
+        out.push_str(&format!("task_id:    {task}\n"));
+    }
+    out.push_str(&format!("created:    {}\n", note.created));
+    if let Some(at) = &note.forgotten {
+        out.push_str(&format!(
+            "forgotten:  {at} (`memloop memory restore {id}` brings it back)\n"
+        ));
+    }
+    out.push_str(&format!("\n{}\n", note.content));
+    out
+}
+
+fn show_route(format: Format, id: &str, route: &Route) -> String {
+    if format == Format::Json {
+        return format!(
+            "{}\n",
+            serde_json::to_string_pretty(&route_json(id, route)).expect("JSON")
+        );
+    }
+    let mut out = format!(
+        "id:         {id}\nfile:       {}\ntitle:      {}\npaths:      {}\ncreated:    {}\n",
+        Store::relative_path::<Route>(id),
+        route.title,
+        route.paths.join(", "),
+        route.created,
+    );
+    if let Some(at) = &route.updated {
+        out.push_str(&format!("updated:    {at}\n"));
+    }
+    out.push_str(&format!("\n{}\n", route.description));
+    out
+}

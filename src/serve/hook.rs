@@ -1,0 +1,112 @@
+//! `memloop hook session-start --agent <AGENT>`: prints the session-start text (the memory
+//! index, or the lookup rule alone) in the form the agent's start hook reads.
+//!
+//! ```text
+//! --agent claude      {"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"..."}}
+//! --agent <other>     the text itself (kimi, opencode, text)
+//! ```
+//!
+//! stdin may carry the agent's hook input; only its `cwd` is read, it is optional, and it is
+//! waited for at most [`INPUT_WAIT`], so the hook never hangs on a pipe nobody closes. Exit 0
+//! with the text (or nothing, with `[memory] session_start = false`); exit 1 with one
+//! `memloop hook:` line on stderr when it fails, never 2, which some agents read as a block.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+
+use super::session::session_text;
+use crate::config::Config;
+
+const INPUT_WAIT: Duration = Duration::from_millis(500);
+const MAX_INPUT: u64 = 1 << 20;
+const AGENTS: &str = "claude, kimi, opencode or text";
+
+#[derive(Debug, clap::Args)]
+pub struct SessionStartArgs {
+    /// The agent calling: claude (SessionStart JSON), or kimi, opencode, text (plain text).
+    // A value-less `--agent` is reported by the hook itself: clap's usage errors exit 2.
+    #[arg(long, value_name = "AGENT", num_args = 0..=1, default_missing_value = "")]
+    agent: Option<String>,
+    #[arg(hide = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    rest: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    ClaudeJson,
+    Text,
+}
+
+pub fn run(args: SessionStartArgs) -> ExitCode {
+    match session_start(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            let why = format!("{err:#}");
+            eprintln!(
+                "memloop hook: {}; the session starts without the memory index",
+                why.split_whitespace().collect::<Vec<_>>().join(" ")
+            );
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn session_start(args: &SessionStartArgs) -> anyhow::Result<()> {
+    if let Some(extra) = args.rest.first() {
+        bail!("unexpected argument {extra:?}; usage: memloop hook session-start --agent <AGENT>");
+    }
+    let form = match args.agent.as_deref() {
+        Some("claude") => Form::ClaudeJson,
+        Some("kimi" | "opencode" | "text") => Form::Text,
+        Some("") | None => bail!("missing --agent; use --agent {AGENTS}"),
+        Some(other) => bail!("unknown agent {other:?}; use --agent {AGENTS}"),
+    };
+    let given = std::env::var_os("MEMLOOP_ROOT")
+        .filter(|root| !root.is_empty())
+        .map(PathBuf::from);
+    let root = super::repository(given, input_cwd()).map_err(anyhow::Error::msg)?;
+    let config = Config::load(&root)?.unwrap_or_default();
+    let session = session_text(&root, &config)?;
+    if session.text.is_empty() {
+        return Ok(());
+    }
+    let out = match form {
+        Form::Text => session.text,
+        Form::ClaudeJson => {
+            let answer = json!({"hookSpecificOutput": {
+                "hookEventName": "SessionStart",
+                "additionalContext": session.text,
+            }});
+            format!("{answer}\n")
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.flush())
+        .context("could not write to stdout")
+}
+
+/// The `cwd` of the agent's hook input, if one arrives in time and holds it.
+fn input_cwd() -> Option<PathBuf> {
+    if std::io::stdin().is_terminal() {
+        return None;
+    }
+    let (sender, receiver) = mpsc::channel();
+    // Left blocked on a pipe that never closes, the thread ends with the process.
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let read = std::io::stdin().take(MAX_INPUT).read_to_end(&mut bytes);
+        let _ = sender.send(read.map(|_| bytes));
+    });
+    let bytes = receiver.recv_timeout(INPUT_WAIT).ok()?.ok()?;
+    let input: Value = serde_json::from_slice(&bytes).ok()?;
+    let cwd = input.get("cwd")?.as_str().filter(|cwd| !cwd.is_empty())?;
+    Some(PathBuf::from(cwd))
+}
