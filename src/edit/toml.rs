@@ -1,5 +1,6 @@
 //! TOML files (Kimi's `config.toml`), edited with toml_edit so comments and layout survive.
-//! memloop owns whole entries of an array of tables (`[[hooks]]`), found again by one key.
+//! memloop owns whole entries of an array of tables (`[[hooks]]`), found again by one key, and
+//! tables found by their path (`[mcp_servers.memory]`, Codex's trust entries).
 
 use toml_edit::{ArrayOfTables, DocumentMut, InlineTable, Item, Table, Value};
 
@@ -16,20 +17,46 @@ pub struct Entry {
 pub enum EntryValue {
     String(String),
     Integer(i64),
+    /// An array of strings (`args = ["serve"]`).
+    Strings(Vec<String>),
+    /// An inline table of strings (`env = { LOG = "debug" }`).
+    Map(Vec<(String, String)>),
 }
 
 impl EntryValue {
-    fn to_value(&self) -> Value {
+    pub fn to_value(&self) -> Value {
         match self {
             EntryValue::String(s) => Value::from(s.as_str()),
             EntryValue::Integer(i) => Value::from(*i),
+            EntryValue::Strings(items) => Value::Array(items.iter().map(|s| s.as_str()).collect()),
+            EntryValue::Map(pairs) => {
+                let mut table = InlineTable::new();
+                for (k, v) in pairs {
+                    table.insert(k, Value::from(v.as_str()));
+                }
+                table.fmt();
+                Value::InlineTable(table)
+            }
         }
     }
 
-    fn matches(&self, value: &Value) -> bool {
+    pub fn matches(&self, value: &Value) -> bool {
         match (self, value) {
             (EntryValue::String(s), Value::String(v)) => v.value() == s,
             (EntryValue::Integer(i), Value::Integer(v)) => v.value() == i,
+            (EntryValue::Strings(items), Value::Array(array)) => {
+                array.len() == items.len()
+                    && array
+                        .iter()
+                        .zip(items)
+                        .all(|(v, s)| v.as_str() == Some(s.as_str()))
+            }
+            (EntryValue::Map(pairs), Value::InlineTable(table)) => {
+                table.len() == pairs.len()
+                    && pairs
+                        .iter()
+                        .all(|(k, v)| table.get(k).and_then(Value::as_str) == Some(v.as_str()))
+            }
             _ => false,
         }
     }
@@ -179,6 +206,133 @@ impl TomlDoc {
     pub fn has_key(&self, key: &str) -> bool {
         self.doc.get(key).is_some()
     }
+
+    /// Makes the table at `path` hold `fields`; with `whole`, nothing else. Missing tables on the
+    /// way are created implicit, so only the innermost header shows (`[mcp_servers.memory]`).
+    pub fn upsert_table(
+        &mut self,
+        path: &[String],
+        fields: &[(String, EntryValue)],
+        whole: bool,
+    ) -> Result<(), Refusal> {
+        let was_empty = self.doc.as_table().is_empty();
+        let display = self.display.clone();
+        let mut table: &mut dyn toml_edit::TableLike = self.doc.as_table_mut();
+        for (depth, key) in path.iter().enumerate() {
+            let last = depth + 1 == path.len();
+            if table.get(key).is_none() {
+                let mut fresh = Table::new();
+                fresh.set_implicit(!last);
+                if last && !was_empty {
+                    fresh.decor_mut().set_prefix("\n");
+                }
+                table.insert(key, Item::Table(fresh));
+            }
+            let item = table.get_mut(key).expect("just ensured");
+            table = match item.as_table_like_mut() {
+                Some(inner) => inner,
+                None => {
+                    return Err(Refusal::whole(
+                        &display,
+                        format!("`{}` is not a table", path[..=depth].join(".")),
+                        "fix its type by hand, then run memloop again",
+                    ));
+                }
+            };
+        }
+        if whole {
+            let stale: Vec<String> = table
+                .iter()
+                .map(|(k, _)| k.to_owned())
+                .filter(|k| !fields.iter().any(|(f, _)| f == k))
+                .collect();
+            for key in stale {
+                table.remove(&key);
+            }
+        }
+        for (key, value) in fields {
+            let same = table
+                .get(key)
+                .and_then(Item::as_value)
+                .is_some_and(|existing| value.matches(existing));
+            if !same {
+                table.insert(key, Item::Value(value.to_value()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes `fields` out of the table at `path`, except those `original` held with the same
+    /// value, then drops the tables left empty that `original` did not have.
+    pub fn remove_table(
+        &mut self,
+        path: &[String],
+        fields: &[(String, EntryValue)],
+        original: Option<&TomlDoc>,
+    ) {
+        let kept = |key: &str, value: &EntryValue| {
+            original
+                .and_then(|o| o.table_at(path))
+                .and_then(|t| t.get(key))
+                .and_then(Item::as_value)
+                .is_some_and(|v| value.matches(v))
+        };
+        if let Some(table) = table_at_mut(self.doc.as_table_mut(), path) {
+            for (key, value) in fields {
+                if !kept(key, value) {
+                    table.remove(key);
+                }
+            }
+        }
+        for depth in (1..=path.len()).rev() {
+            let prefix = &path[..depth];
+            let existed = original.is_some_and(|o| o.table_at(prefix).is_some());
+            let (last, parents) = prefix.split_last().expect("depth >= 1");
+            let Some(parent) = table_at_mut(self.doc.as_table_mut(), parents) else {
+                break;
+            };
+            let empty = parent
+                .get(last)
+                .and_then(Item::as_table_like)
+                .is_some_and(|t| t.is_empty());
+            if !empty || existed {
+                break;
+            }
+            parent.remove(last);
+        }
+    }
+
+    /// The table at `path`, if every step is one.
+    pub fn table_at(&self, path: &[String]) -> Option<&dyn toml_edit::TableLike> {
+        let mut table: &dyn toml_edit::TableLike = self.doc.as_table();
+        for key in path {
+            table = table.get(key)?.as_table_like()?;
+        }
+        Some(table)
+    }
+}
+
+/// `a.b."c d"`: a table path as a TOML header spells it.
+pub fn dotted(path: &[String]) -> String {
+    path.iter()
+        .map(|key| {
+            toml_edit::Key::new(key.as_str())
+                .display_repr()
+                .into_owned()
+        })
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+fn table_at_mut<'a>(
+    root: &'a mut Table,
+    path: &[String],
+) -> Option<&'a mut dyn toml_edit::TableLike> {
+    let mut table: &mut dyn toml_edit::TableLike = root;
+    for key in path {
+        table = table.get_mut(key)?.as_table_like_mut()?;
+    }
+    Some(table)
 }
 
 fn is_ours_table(table: &Table, entry: &Entry) -> bool {

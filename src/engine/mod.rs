@@ -381,19 +381,31 @@ fn edit(
         }
         Format::Toml => {
             let mut doc = TomlDoc::parse(text, display)?;
+            let original = match original {
+                Some(OriginalView::Toml(Some(original))) => Some(original),
+                _ => None,
+            };
             for fragment in fragments {
-                let Fragment::TomlEntry { key, entry } = fragment else {
-                    unreachable!("a TOML file holds TOML fragments")
-                };
-                match mode {
-                    Mode::Install => doc.upsert_entry(key, entry)?,
-                    Mode::Remove => {
-                        let existed = match original {
-                            Some(OriginalView::Toml(Some(original))) => original.has_key(key),
-                            _ => false,
-                        };
+                match (fragment, mode) {
+                    (Fragment::TomlEntry { key, entry }, Mode::Install) => {
+                        doc.upsert_entry(key, entry)?
+                    }
+                    (Fragment::TomlEntry { key, entry }, Mode::Remove) => {
+                        let existed = original.is_some_and(|o| o.has_key(key));
                         doc.remove_entry(key, entry, !existed)
                     }
+                    (
+                        Fragment::TomlTable {
+                            path,
+                            fields,
+                            whole,
+                        },
+                        Mode::Install,
+                    ) => doc.upsert_table(path, fields, *whole)?,
+                    (Fragment::TomlTable { path, fields, .. }, Mode::Remove) => {
+                        doc.remove_table(path, fields, original)
+                    }
+                    _ => unreachable!("a TOML file holds TOML fragments"),
                 }
             }
             Ok(doc.to_text())

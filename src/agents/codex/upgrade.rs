@@ -1,0 +1,5 @@
+//! Codex's migrations. None yet.
+
+use crate::upgrade::Migration;
+
+pub const MIGRATIONS: &[Migration] = &[];
