@@ -90,8 +90,25 @@ pub fn expected_adapter_output(repo: &Path, stop_command: &str) -> AdapterOutput
     }
 }
 
-fn codex_home(sb: &Sandbox) -> PathBuf {
+pub(super) fn codex_home(sb: &Sandbox) -> PathBuf {
     sb.home.join(".codex")
+}
+
+/// The harness's part of the user config alone (the fake model provider, the model catalog,
+/// plugins, apps and analytics off), for memloop to add its trust entries to.
+pub(super) fn set_up_harness(sb: &mut Sandbox, base_url: Option<&str>) -> Result<()> {
+    let home = codex_home(sb);
+    std::fs::create_dir_all(&home)?;
+    let catalog = home.join("e2e-models.json");
+    std::fs::write(&catalog, MODEL_CATALOG)?;
+    let unused = expected_adapter_output(&sb.repo, GATE_COMMAND);
+    std::fs::write(
+        home.join("config.toml"),
+        user_config(&unused, base_url, &catalog, false),
+    )?;
+    sb.set_env("CODEX_HOME", home.to_string_lossy());
+    sb.set_env(KEY_VAR, "sk-e2e");
+    Ok(())
 }
 
 /// Write the adapter's project files and the user config: the harness's part (the fake model
@@ -169,7 +186,7 @@ fn implicit<'a>(entries: impl IntoIterator<Item = (&'a str, Table)>) -> Item {
     Item::Table(outer)
 }
 
-fn codex(ctx: &Ctx) -> PathBuf {
+pub(super) fn codex(ctx: &Ctx) -> PathBuf {
     ctx.tools.bin.join("codex")
 }
 
@@ -269,14 +286,14 @@ pub fn probe_config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     Ok(())
 }
 
-fn parse_json_out(out: &Output) -> Result<Value> {
+pub(super) fn parse_json_out(out: &Output) -> Result<Value> {
     serde_json::from_str(out.stdout.trim())
         .with_context(|| format!("Codex printed no JSON on stdout\n{}", out.report()))
 }
 
 /// `codex app-server` (JSON-RPC over stdio): `initialize`, then `hooks/list` for the repo; the
 /// hooks as Codex sees them (key, currentHash, trustStatus, ...).
-fn hooks_list(ctx: &Ctx, sb: &Sandbox) -> Result<Vec<Value>> {
+pub(super) fn hooks_list(ctx: &Ctx, sb: &Sandbox) -> Result<Vec<Value>> {
     let mut cmd = sb.command(codex(ctx));
     cmd.arg("app-server");
     let deadline = Instant::now() + ctx.timeout;
@@ -414,7 +431,7 @@ pub fn probe_mcp(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
 }
 
 /// The store reached `memloop serve`: a note holding the stored text is under `.memloop/memory/`.
-fn check_stored(repo: &Path, result: &str) -> Result<()> {
+pub(super) fn check_stored(repo: &Path, result: &str) -> Result<()> {
     let lower = result.to_ascii_lowercase();
     if lower.contains("requires approval") || lower.contains("rejected") {
         bail!("Codex did not run the MCP call: {result:?}");
@@ -451,7 +468,7 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 /// `codex exec --json` (stdin closed), as a user would run it: in a trusted project that is
 /// approval policy `never` and the `workspace-write` sandbox (network off), in which
 /// exec_command may write the repo.
-fn exec(ctx: &Ctx, sb: &Sandbox, fake: &FakeResponses, prompt: &str) -> Result<Output> {
+pub(super) fn exec(ctx: &Ctx, sb: &Sandbox, fake: &FakeResponses, prompt: &str) -> Result<Output> {
     let args = ["exec", "--json", prompt];
     let out = sb.run(codex(ctx), &args, ctx.gate_timeout)?;
     let _ = std::fs::write(sb.root.join("model-requests.jsonl"), fake.dump());
@@ -644,7 +661,7 @@ pub fn probe_gate(ctx: &Ctx, sb: &mut Sandbox, block: Block) -> Result<()> {
     Ok(())
 }
 
-fn hook_inputs(runs: &Path) -> Result<Vec<Value>> {
+pub(super) fn hook_inputs(runs: &Path) -> Result<Vec<Value>> {
     let mut inputs = Vec::new();
     for n in 1.. {
         let Ok(text) = std::fs::read_to_string(runs.join(format!("input-{n}.json"))) else {
@@ -659,7 +676,7 @@ fn hook_inputs(runs: &Path) -> Result<Vec<Value>> {
 }
 
 /// The `payload` of every `response_item` line of a rollout.
-fn response_items(rollout: &str) -> Vec<Value> {
+pub(super) fn response_items(rollout: &str) -> Vec<Value> {
     rollout
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
