@@ -71,7 +71,19 @@ fn project_config(d: &mut Doctor) {
         };
         if let Some(mode) = server.get("default_tools_approval_mode") {
             let value = mode.as_str();
-            if !value.is_some_and(|v| APPROVAL_MODES.contains(&v)) {
+            if value.is_some_and(|v| APPROVAL_MODES.contains(&v)) {
+                d.push(
+                    Finding::ok(
+                        AGENT,
+                        "approval-mode",
+                        format!(
+                            "mcp_servers.{name}.default_tools_approval_mode is {}",
+                            mode.to_string().trim()
+                        ),
+                    )
+                    .file(PROJECT_CONFIG),
+                );
+            } else {
                 d.push(
                     Finding::error(
                         AGENT,
@@ -124,7 +136,12 @@ fn user_config(d: &mut Doctor, path: &Path, agent: &crate::doctor::Agent) {
         .and_then(|p| p.get(&project))
         .and_then(|p| p.get("trust_level"))
         .and_then(Item::as_str);
-    if trusted != Some("trusted") {
+    if trusted == Some("trusted") {
+        d.push(
+            Finding::ok(AGENT, "trust", format!("{project} is trusted in {shown}"))
+                .file(shown.clone()),
+        );
+    } else {
         d.push(
             Finding::error(
                 AGENT,
@@ -156,6 +173,16 @@ fn user_config(d: &mut Doctor, path: &Path, agent: &crate::doctor::Agent) {
             ),
             Some(_) => None,
         };
+        if problem.is_none() {
+            d.push(
+                Finding::ok(
+                    AGENT,
+                    "hook-trust",
+                    format!("{shown} trusts memloop's Stop hook by its current hash"),
+                )
+                .file(shown.clone()),
+            );
+        }
         if let Some(problem) = problem {
             d.push(
                 Finding::error(
@@ -186,7 +213,16 @@ fn user_config(d: &mut Doctor, path: &Path, agent: &crate::doctor::Agent) {
             .file(shown.clone())
             .fix(format!("set `{read} = true` under [features]")),
         );
-    } else if new_name && flag(other).is_some() {
+    } else if !(new_name && flag(other).is_some()) {
+        d.push(
+            Finding::ok(
+                AGENT,
+                "hooks-feature",
+                format!("this Codex runs hooks ([features] {read})"),
+            )
+            .file(shown.clone()),
+        );
+    } else {
         d.push(
             Finding::warning(
                 AGENT,
