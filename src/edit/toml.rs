@@ -302,6 +302,37 @@ impl TomlDoc {
         }
     }
 
+    /// Renames `old` to `new` in the table at `path`, keeping its value, comments and place; when
+    /// `new` is already there, `old` is dropped instead. Whether anything changed.
+    pub fn rename_key(&mut self, path: &[String], old: &str, new: &str) -> bool {
+        let Some(table) = table_at_mut(self.doc.as_table_mut(), path) else {
+            return false;
+        };
+        if !table.contains_key(old) {
+            return false;
+        }
+        if table.contains_key(new) {
+            table.remove(old);
+            return true;
+        }
+        let entries: Vec<(toml_edit::Key, Item)> = table
+            .iter()
+            .map(|(k, _)| {
+                let (key, item) = table.get_key_value(k).expect("listed");
+                (key.clone(), item.clone())
+            })
+            .collect();
+        table.clear();
+        for (key, item) in entries {
+            let name = if key.get() == old { new } else { key.get() };
+            table.insert(name, item);
+            if let Some(mut inserted) = table.key_mut(name) {
+                *inserted.leaf_decor_mut() = key.leaf_decor().clone();
+            }
+        }
+        true
+    }
+
     /// The table at `path`, if every step is one.
     pub fn table_at(&self, path: &[String]) -> Option<&dyn toml_edit::TableLike> {
         let mut table: &dyn toml_edit::TableLike = self.doc.as_table();

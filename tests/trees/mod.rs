@@ -109,6 +109,19 @@ pub fn expand_repo(tree: &mut Tree, repo: &Path) {
     }
 }
 
+/// Writes the repository's real path for the marker in every file under `dir` (a case's `in/`).
+pub fn spell_repo(dir: &Path, repo: &Path) {
+    let path = real(repo);
+    for (rel, entry) in snapshot(dir) {
+        if let Entry::File(bytes) = entry
+            && let Ok(text) = String::from_utf8(bytes)
+            && text.contains(REPO_MARKER)
+        {
+            std::fs::write(dir.join(rel), text.replace(REPO_MARKER, &path)).unwrap();
+        }
+    }
+}
+
 /// Writes the marker for the repository's real path in every file under `dir` (when blessing).
 pub fn collapse_repo(dir: &Path, repo: &Path) {
     let path = real(repo);
@@ -211,6 +224,7 @@ impl Sandbox {
         );
         copy_tree(&from.join("repo"), &repo);
         copy_tree(&from.join("home"), &home);
+        spell_repo(&home, &repo);
         copy_tree(&bin_from.join("bin"), &bin);
         std::fs::create_dir_all(repo.join(".git")).unwrap();
         for entry in std::fs::read_dir(&bin).unwrap() {
