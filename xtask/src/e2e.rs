@@ -137,12 +137,12 @@ const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "doctor-live",
-        about: "`memloop doctor --live` on a correct install: claude mcp get, opencode debug config, kimi doctor config and the server probe all ok",
+        about: "`memloop doctor --live` on a correct install: claude mcp get, opencode debug config, kimi doctor config, codex mcp list --json and features list, and the server probe all ok",
         run: doctor::live,
     },
     Scenario {
         name: "upgrade-legacy",
-        about: "legacy shapes for all three agents, `memloop upgrade`, then claude mcp get / opencode debug config / kimi doctor config and kimi -p accept the result",
+        about: "legacy shapes for all four agents, `memloop upgrade`, then claude mcp get / opencode debug config / kimi doctor config / codex features list and mcp list and kimi -p accept the result",
         run: upgrade::legacy,
     },
     Scenario {
@@ -283,10 +283,11 @@ pub fn run(args: &[String]) -> Result<()> {
     println!("e2e: testing {}", ctx.memloop.display());
     println!("     {}", ctx.caps.summary());
     println!(
-        "     agents: claude {}, opencode {}, kimi {} on node {}",
+        "     agents: claude {}, opencode {}, kimi {}, codex {} on node {}",
         tools::CLAUDE.version,
         tools::OPENCODE.version,
         tools::KIMI.version,
+        tools::CODEX.version,
         tools::NODE.version
     );
 

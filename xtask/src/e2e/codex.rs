@@ -286,6 +286,57 @@ pub fn probe_config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     Ok(())
 }
 
+/// For `upgrade-legacy`: Codex's files as memloop writes them, in a user config that still turns
+/// hooks on under their old name (`[features] codex_hooks`, deprecated since 0.129).
+pub fn legacy_world(sb: &mut Sandbox) -> Result<()> {
+    let repo = sb.repo.canonicalize()?;
+    set_up(
+        sb,
+        &expected_adapter_output(&repo, GATE_COMMAND),
+        None,
+        true,
+    )?;
+    let path = codex_home(sb).join("config.toml");
+    let mut doc: DocumentMut = std::fs::read_to_string(&path)?.parse()?;
+    doc["features"]["codex_hooks"] = value(true);
+    std::fs::write(&path, doc.to_string())?;
+    Ok(())
+}
+
+/// After `memloop upgrade`: the old name is gone, `hooks` is on, Codex still loads the server.
+pub fn after_upgrade(ctx: &Ctx, sb: &Sandbox) -> Result<()> {
+    let path = codex_home(sb).join("config.toml");
+    let text = std::fs::read_to_string(&path)?;
+    let doc: DocumentMut = text.parse()?;
+    if doc["features"].get("codex_hooks").is_some()
+        || doc["features"]["hooks"].as_bool() != Some(true)
+    {
+        bail!("after the upgrade [features] should hold hooks = true and no codex_hooks:\n{text}");
+    }
+    let out = sb.run(codex(ctx), &["features", "list"], ctx.timeout)?;
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("hooks"));
+    expect(
+        line.is_some_and(|l| l.split_whitespace().last() == Some("true")),
+        &format!("after the upgrade `codex features list` does not show hooks on: {line:?}"),
+        &out,
+    )?;
+    let out = sb.run(codex(ctx), &["mcp", "list", "--json"], ctx.timeout)?;
+    let listed = parse_json_out(&out)?;
+    if !listed
+        .as_array()
+        .is_some_and(|a| a.iter().any(|s| s["name"] == SERVER))
+    {
+        bail!("after the upgrade `codex mcp list --json` does not list {SERVER}: {listed}");
+    }
+    println!(
+        "      codex: [features] hooks = true, features list shows hooks on, mcp list has {SERVER}"
+    );
+    Ok(())
+}
+
 pub(super) fn parse_json_out(out: &Output) -> Result<Value> {
     serde_json::from_str(out.stdout.trim())
         .with_context(|| format!("Codex printed no JSON on stdout\n{}", out.report()))
