@@ -251,36 +251,44 @@ impl TomlDoc {
             }
         }
         for (key, value) in fields {
-            let same = table
-                .get(key)
-                .and_then(Item::as_value)
-                .is_some_and(|existing| value.matches(existing));
-            if !same {
-                table.insert(key, Item::Value(value.to_value()));
+            let existing = table.get(key).and_then(Item::as_value);
+            if existing.is_some_and(|existing| value.matches(existing)) {
+                continue;
             }
+            // A replaced value keeps its comment.
+            let mut fresh = value.to_value();
+            if let Some(existing) = existing {
+                *fresh.decor_mut() = existing.decor().clone();
+            }
+            table.insert(key, Item::Value(fresh));
         }
         Ok(())
     }
 
-    /// Takes `fields` out of the table at `path`, except those `original` held with the same
-    /// value, then drops the tables left empty that `original` did not have.
+    /// Gives `fields` of the table at `path` back the values `original` held (a value memloop
+    /// replaced comes back, one it added goes), then drops the tables left empty that `original`
+    /// did not have.
     pub fn remove_table(
         &mut self,
         path: &[String],
         fields: &[(String, EntryValue)],
         original: Option<&TomlDoc>,
     ) {
-        let kept = |key: &str, value: &EntryValue| {
+        let before = |key: &str| {
             original
                 .and_then(|o| o.table_at(path))
                 .and_then(|t| t.get(key))
-                .and_then(Item::as_value)
-                .is_some_and(|v| value.matches(v))
+                .cloned()
         };
         if let Some(table) = table_at_mut(self.doc.as_table_mut(), path) {
-            for (key, value) in fields {
-                if !kept(key, value) {
-                    table.remove(key);
+            for (key, _) in fields {
+                match before(key) {
+                    Some(item) => {
+                        table.insert(key, item);
+                    }
+                    None => {
+                        table.remove(key);
+                    }
                 }
             }
         }
@@ -465,6 +473,80 @@ mod tests {
         let text = doc.to_text();
         assert!(text.parse::<DocumentMut>().is_ok(), "{text}");
         assert!(text.starts_with("hooks = [{ event = \"Stop\""), "{text}");
+    }
+
+    fn path(keys: &[&str]) -> Vec<String> {
+        keys.iter().map(|k| (*k).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_table_is_added_under_implicit_parents_and_taken_back_exactly() {
+        let original = "# mine\nmodel = \"m\"\n\n[projects.\"/a\"]\ntrust_level = \"trusted\"\n";
+        let fields = vec![(
+            "trust_level".to_owned(),
+            EntryValue::String("trusted".into()),
+        )];
+        let key = path(&["projects", "/r/x y"]);
+        let mut doc = TomlDoc::parse(original, "c.toml").unwrap();
+        doc.upsert_table(&key, &fields, false).unwrap();
+        let edited = doc.to_text();
+        assert_eq!(
+            edited,
+            format!("{original}\n[projects.\"/r/x y\"]\ntrust_level = \"trusted\"\n")
+        );
+        doc.upsert_table(&key, &fields, false).unwrap();
+        assert_eq!(doc.to_text(), edited, "idempotent");
+        let before = TomlDoc::parse(original, "c.toml").unwrap();
+        doc.remove_table(&key, &fields, Some(&before));
+        assert_eq!(doc.to_text(), original);
+    }
+
+    #[test]
+    fn a_whole_table_drops_stale_keys_and_a_replaced_value_comes_back() {
+        let original = "[mcp_servers.memory]\ncommand = \"old\" # mine\nurl = \"u\"\n";
+        let fields = vec![
+            ("command".to_owned(), EntryValue::String("memloop".into())),
+            ("args".to_owned(), EntryValue::Strings(vec!["serve".into()])),
+        ];
+        let key = path(&["mcp_servers", "memory"]);
+        let mut doc = TomlDoc::parse(original, "c.toml").unwrap();
+        doc.upsert_table(&key, &fields, true).unwrap();
+        assert_eq!(
+            doc.to_text(),
+            "[mcp_servers.memory]\ncommand = \"memloop\" # mine\nargs = [\"serve\"]\n"
+        );
+        let before = TomlDoc::parse(original, "c.toml").unwrap();
+        doc.remove_table(&key, &fields, Some(&before));
+        assert!(
+            doc.to_text().contains("command = \"old\" # mine"),
+            "{}",
+            doc.to_text()
+        );
+        let mut other = TomlDoc::parse("x = 1\n", "c.toml").unwrap();
+        other.upsert_table(&path(&["a"]), &fields, true).unwrap();
+        other.remove_table(&path(&["a"]), &fields, None);
+        assert_eq!(other.to_text(), "x = 1\n");
+    }
+
+    #[test]
+    fn a_value_where_a_table_belongs_is_refused() {
+        let mut doc = TomlDoc::parse("projects = 3\n", "c.toml").unwrap();
+        let err = doc
+            .upsert_table(&path(&["projects", "/r"]), &[], false)
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("`projects` is not a table"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn rename_keeps_place_value_and_comment() {
+        let text = "[features]\na = false\ncodex_hooks = true # gate\nb = 1\n";
+        let mut doc = TomlDoc::parse(text, "c.toml").unwrap();
+        assert!(doc.rename_key(&path(&["features"]), "codex_hooks", "hooks"));
+        assert_eq!(doc.to_text(), text.replace("codex_hooks", "hooks"));
+        assert!(!doc.rename_key(&path(&["features"]), "codex_hooks", "hooks"));
     }
 
     #[test]

@@ -99,6 +99,30 @@ fn project_config(d: &mut Doctor) {
                 );
             }
         }
+        let bad_sources: Vec<String> = server
+            .get("env_vars")
+            .and_then(Item::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|v| {
+                v.as_inline_table()?
+                    .get("source")?
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .filter(|source| source != "local" && source != "remote")
+            .collect();
+        if let Some(source) = bad_sources.first() {
+            d.push(
+                Finding::error(
+                    AGENT,
+                    "env-vars",
+                    format!("mcp_servers.{name}.env_vars has source {source:?}: Codex accepts only \"local\" or \"remote\" and refuses to start"),
+                )
+                .at(PROJECT_CONFIG, crate::doctor::locate::line_containing(&text, "env_vars"))
+                .fix("use source = \"local\" (or name the variable alone: env_vars = [\"NAME\"])"),
+            );
+        }
         if server.contains_key("command") && server.contains_key("url") {
             d.push(
                 Finding::error(
