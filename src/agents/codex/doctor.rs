@@ -71,7 +71,20 @@ fn project_config(d: &mut Doctor) {
         };
         if let Some(mode) = server.get("default_tools_approval_mode") {
             let value = mode.as_str();
-            if value.is_some_and(|v| APPROVAL_MODES.contains(&v)) {
+            if name == d.ctx.server.name && matches!(value, Some("prompt" | "writes")) {
+                d.push(
+                    Finding::warning(
+                        AGENT,
+                        "approval-mode",
+                        format!(
+                            "mcp_servers.{name}.default_tools_approval_mode is {}: under `codex exec` (approval policy never) Codex refuses memloop's memory_store",
+                            mode.to_string().trim()
+                        ),
+                    )
+                    .at(PROJECT_CONFIG, crate::doctor::locate::line_containing(&text, "default_tools_approval_mode"))
+                    .by_sync("memloop sync"),
+                );
+            } else if value.is_some_and(|v| APPROVAL_MODES.contains(&v)) {
                 d.push(
                     Finding::ok(
                         AGENT,
@@ -205,6 +218,31 @@ fn user_config(d: &mut Doctor, path: &Path, agent: &crate::doctor::Agent) {
                     format!("{shown} trusts memloop's Stop hook by its current hash"),
                 )
                 .file(shown.clone()),
+            );
+        }
+        let prefix = format!("{}:stop:", root.join(HOOKS_JSON).display());
+        let left: Vec<String> = doc
+            .get("hooks")
+            .and_then(|h| h.get("state"))
+            .and_then(Item::as_table_like)
+            .into_iter()
+            .flat_map(|states| states.iter())
+            .filter(|(k, v)| {
+                k.starts_with(&prefix)
+                    && *k != key
+                    && v.get("trusted_hash").and_then(Item::as_str) == Some(hook_hash().as_str())
+            })
+            .map(|(k, _)| k.to_owned())
+            .collect();
+        for old in left {
+            d.push(
+                Finding::warning(
+                    AGENT,
+                    "hook-trust-left",
+                    format!("{shown} still trusts memloop's hook at [hooks.state.\"{old}\"], where it no longer is (its group moved in .codex/hooks.json): a hook put there later would run trusted"),
+                )
+                .file(shown.clone())
+                .fix("remove that [hooks.state] table by hand"),
             );
         }
         if let Some(problem) = problem {
