@@ -50,16 +50,23 @@ pub enum AgentId {
     Claude,
     Opencode,
     Kimi,
+    Codex,
 }
 
 impl AgentId {
-    pub const ALL: [AgentId; 3] = [AgentId::Claude, AgentId::Opencode, AgentId::Kimi];
+    pub const ALL: [AgentId; 4] = [
+        AgentId::Claude,
+        AgentId::Opencode,
+        AgentId::Kimi,
+        AgentId::Codex,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             AgentId::Claude => "claude",
             AgentId::Opencode => "opencode",
             AgentId::Kimi => "kimi",
+            AgentId::Codex => "codex",
         }
     }
 
@@ -235,8 +242,9 @@ fn default_true() -> bool {
 fn default_version() -> u32 {
     CONFIG_VERSION
 }
+/// A `memloop.toml` without `agents` keeps meaning the agents it meant before Codex was added.
 fn default_agents() -> Vec<AgentId> {
-    AgentId::ALL.to_vec()
+    vec![AgentId::Claude, AgentId::Opencode, AgentId::Kimi]
 }
 fn default_server_name() -> String {
     "memory".to_owned()

@@ -39,6 +39,9 @@ pub fn owned(change: &Change) -> String {
                     format!("{} ({command})", path.join("."))
                 }
                 Fragment::TomlEntry { key, entry } => format!("[[{key}]] {}", entry.identity.1),
+                Fragment::TomlTable { path, .. } => {
+                    format!("[{}]", crate::edit::toml::dotted(path))
+                }
                 Fragment::MarkdownBlock { body } if body == crate::instructions::IMPORT => {
                     "@AGENTS.md import".into()
                 }

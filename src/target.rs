@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::config::AgentId;
 use crate::edit::json::Dialect;
-use crate::edit::toml::Entry;
+use crate::edit::toml::{Entry, EntryValue};
 
 /// Whose file it is: the repository's (committed) or the user's (outside the repository,
 /// written only with consent).
@@ -32,6 +32,13 @@ pub enum Fragment {
     },
     /// One entry of a TOML array of tables (`[[key]]`).
     TomlEntry { key: String, entry: Entry },
+    /// The table at `path` (`[mcp_servers.memory]`) holds `fields`; with `whole`, nothing else.
+    /// Removal leaves the fields the file held with the same value before memloop came.
+    TomlTable {
+        path: Vec<String>,
+        fields: Vec<(String, EntryValue)>,
+        whole: bool,
+    },
     /// The managed block of a Markdown file.
     MarkdownBlock { body: String },
 }

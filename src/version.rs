@@ -13,6 +13,8 @@ pub enum Product {
     KimiCode,
     /// Legacy kimi-cli (PyPI), `--version` prints `kimi, version 1.x`.
     KimiCli,
+    /// OpenAI Codex CLI (npm `@openai/codex`), `--version` prints `codex-cli 0.171.0`.
+    Codex,
 }
 
 impl Product {
@@ -21,6 +23,7 @@ impl Product {
             Product::ClaudeCode => "claude",
             Product::OpenCode => "opencode",
             Product::KimiCode | Product::KimiCli => "kimi",
+            Product::Codex => "codex",
         }
     }
 
@@ -30,6 +33,7 @@ impl Product {
             Product::OpenCode => "OpenCode",
             Product::KimiCode => "Kimi Code",
             Product::KimiCli => "kimi-cli",
+            Product::Codex => "Codex",
         }
     }
 }

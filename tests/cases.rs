@@ -48,6 +48,9 @@ fn check_tree(
 ) {
     let (got, mut want) = (snapshot(actual), snapshot(expected));
     expand_plugin(&mut want);
+    if let Some(repo) = actual.parent().map(|p| p.join("repo")) {
+        trees::expand_repo(&mut want, &repo);
+    }
     for special in specials {
         want.insert(special.clone(), trees::Entry::Special);
     }
@@ -110,6 +113,7 @@ fn run_case(case: &Path) -> Vec<String> {
         if !home.is_empty() {
             copy_tree(&sandbox.home, &case.join("out/home"));
             let _ = std::fs::remove_dir_all(case.join("out/home/.local"));
+            trees::collapse_repo(&case.join("out/home"), &sandbox.repo);
         }
         return failures;
     }

@@ -191,6 +191,25 @@ struct Case {
     exists_after: Vec<String>,
 }
 
+/// Overlay files under `home/` may spell the repository's real path as `@REPO@` (Codex's trust
+/// entries name it).
+fn spell_repo(overlay: &Path, home: &Path, repo: &Path) {
+    let mut stack = vec![overlay.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(text) = std::fs::read_to_string(&path)
+                && text.contains("@REPO@")
+            {
+                let dest = home.join(path.strip_prefix(overlay).unwrap());
+                std::fs::write(dest, text.replace("@REPO@", &repo.display().to_string())).unwrap();
+            }
+        }
+    }
+}
+
 fn installed() -> String {
     "installed".into()
 }
@@ -263,6 +282,7 @@ fn run_case(dir: &Path) -> Result<(), String> {
     }
     copy_tree(&dir.join("repo"), &sandbox.repo);
     copy_tree(&dir.join("home"), &sandbox.home);
+    spell_repo(&dir.join("home"), &sandbox.home, &root.join("repo"));
     if case.trust {
         sandbox.trust_for_kimi();
     }

@@ -73,7 +73,7 @@ fn usage_errors_under_hook_exit_1_never_2() {
         ("hook", "missing hook command"),
         ("hook frobnicate", "unknown hook command"),
         ("hook stop", "missing --agent"),
-        ("hook stop --agent codex", "unknown agent"),
+        ("hook stop --agent cursor", "unknown agent"),
         ("hook stop --agent claude stray", "unexpected argument"),
         (
             "hook record --agent claude",

@@ -61,10 +61,12 @@ fn check(label: &str, got: &Tree, want: &Tree, failures: &mut Vec<String>) {
     }
 }
 
-fn expected(dir: &Path) -> (Tree, Tree) {
+fn expected(dir: &Path, sandbox_repo: &Path) -> (Tree, Tree) {
     let mut repo = snapshot(&dir.join("repo"));
     expand_plugin(&mut repo);
-    (repo, snapshot(&dir.join("home")))
+    let mut home = snapshot(&dir.join("home"));
+    trees::expand_repo(&mut home, sandbox_repo);
+    (repo, home)
 }
 
 fn output_text(out: &Output) -> (String, String) {
@@ -128,11 +130,12 @@ fn run_case(case: &Path) -> Vec<String> {
         collapse_plugin(&case.join("out/repo"));
         if !snapshot(&sandbox.home).is_empty() {
             copy_tree(&sandbox.home, &case.join("out/home"));
+            trees::collapse_repo(&case.join("out/home"), &sandbox.repo);
         }
     }
     let after = sandbox.trees();
     let (want_repo, want_home) = if has_out {
-        expected(&case.join("out"))
+        expected(&case.join("out"), &sandbox.repo)
     } else {
         before.clone()
     };

@@ -17,7 +17,7 @@ pub struct SyncArgs {
     /// Print the diff and write nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Allow writing the agents' user config outside the repository (Kimi's hooks); remembered.
+    /// Allow writing the agents' user config outside the repository (Kimi's hooks, Codex's trust entries); remembered.
     #[arg(long)]
     pub user_scope: bool,
     /// Replace a server of the same name that memloop did not write.
@@ -86,6 +86,7 @@ pub fn sync(
 /// A server of the same name with other content, which memloop did not write, is the user's.
 pub(crate) fn check_conflicts(repo: &Repo, changes: &[Change]) -> anyhow::Result<()> {
     for change in changes {
+        check_toml_conflicts(repo, change)?;
         let Desired::Fragments {
             format: Format::Json(dialect),
             fragments,
@@ -119,6 +120,64 @@ pub(crate) fn check_conflicts(repo: &Repo, changes: &[Change]) -> anyhow::Result
                     value
                 );
             }
+        }
+    }
+    Ok(())
+}
+
+/// The same for a TOML table memloop owns whole (Codex's `[mcp_servers.<name>]`).
+fn check_toml_conflicts(repo: &Repo, change: &Change) -> anyhow::Result<()> {
+    let Desired::Fragments {
+        format: Format::Toml,
+        fragments,
+    } = &change.target.desired
+    else {
+        return Ok(());
+    };
+    let table_text = |content: &Content, path: &[String]| -> Option<String> {
+        let Content::File { text } = content else {
+            return None;
+        };
+        let (text, _) = Encoding::decode(text.as_bytes(), "").ok()?;
+        let doc = crate::edit::toml::TomlDoc::parse(&text, "").ok()?;
+        doc.table_at(path).map(|t| {
+            t.iter()
+                .map(|(k, v)| format!("{k} = {}", v.to_string().trim()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+    };
+    for fragment in fragments {
+        let Fragment::TomlTable {
+            path,
+            fields,
+            whole: true,
+        } = fragment
+        else {
+            continue;
+        };
+        let Some(current) = table_text(&change.before, path) else {
+            continue;
+        };
+        let wanted: Vec<String> = fields
+            .iter()
+            .map(|(k, v)| format!("{k} = {}", v.to_value().to_string().trim()))
+            .collect();
+        if current == wanted.join(", ") {
+            continue;
+        }
+        let written_by_memloop = repo
+            .state
+            .original(&change.write_path)
+            .is_some_and(|original| table_text(&original, path).is_none());
+        if !written_by_memloop {
+            bail!(
+                "{}: [{}] already exists and memloop did not write it.\n  yours:    {current}\n  memloop's: {}\n\
+                 Rename the server in memloop.toml ([server] name), or run again with --force to replace yours",
+                change.target.display,
+                crate::edit::toml::dotted(path),
+                wanted.join(", ")
+            );
         }
     }
     Ok(())

@@ -11,7 +11,7 @@ use super::{Doctor, Drift, Finding, Group, Severity};
 use crate::edit::json::{Dialect, JsonDoc};
 use crate::edit::markdown::{self, BLOCK_VERSION};
 use crate::edit::text::Encoding;
-use crate::edit::toml::{Entry, EntryValue};
+use crate::edit::toml::{Entry, EntryValue, TomlDoc};
 use crate::engine::{self, Change, Content, Mode};
 use crate::report;
 use crate::target::{Desired, Format, Fragment, Scope, Target, is_hook_group_for};
@@ -299,6 +299,40 @@ fn fragment_state(
             }
         }
         (Fragment::TomlEntry { key, entry }, Format::Toml) => toml_state(text, key, entry),
+        (
+            Fragment::TomlTable {
+                path,
+                fields,
+                whole,
+            },
+            Format::Toml,
+        ) => {
+            let what = format!("[{}]", crate::edit::toml::dotted(path));
+            let doc = TomlDoc::parse(text, "").ok();
+            let table = doc.as_ref().and_then(|doc| doc.table_at(path));
+            let ours = |k: &str| fields.iter().any(|(f, _)| f == k);
+            let drift = match table {
+                _ if missing => Drift::Missing,
+                None => Drift::Missing,
+                Some(table) if !fields.iter().any(|(k, _)| table.contains_key(k)) => Drift::Missing,
+                Some(table) => {
+                    let same = fields.iter().all(|(k, v)| {
+                        table
+                            .get(k)
+                            .and_then(toml_edit::Item::as_value)
+                            .is_some_and(|existing| v.matches(existing))
+                    });
+                    let only_ours = table.iter().all(|(k, _)| ours(k));
+                    if same && (only_ours || !whole) {
+                        Drift::Current
+                    } else {
+                        edited_or_stale(only_ours)
+                    }
+                }
+            };
+            let line = path.last().and_then(|key| line_containing(text, key));
+            State { drift, what, line }
+        }
         (Fragment::MarkdownBlock { body }, Format::Markdown) => {
             markdown_state(text, body, written_by_memloop)
         }
@@ -372,6 +406,7 @@ fn render(value: &EntryValue) -> String {
     match value {
         EntryValue::String(s) => format!("{s:?}"),
         EntryValue::Integer(i) => i.to_string(),
+        other => other.to_value().to_string().trim().to_owned(),
     }
 }
 

@@ -1,5 +1,6 @@
 //! TOML files (Kimi's `config.toml`), edited with toml_edit so comments and layout survive.
-//! memloop owns whole entries of an array of tables (`[[hooks]]`), found again by one key.
+//! memloop owns whole entries of an array of tables (`[[hooks]]`), found again by one key, and
+//! tables found by their path (`[mcp_servers.memory]`, Codex's trust entries).
 
 use toml_edit::{ArrayOfTables, DocumentMut, InlineTable, Item, Table, Value};
 
@@ -16,20 +17,46 @@ pub struct Entry {
 pub enum EntryValue {
     String(String),
     Integer(i64),
+    /// An array of strings (`args = ["serve"]`).
+    Strings(Vec<String>),
+    /// An inline table of strings (`env = { LOG = "debug" }`).
+    Map(Vec<(String, String)>),
 }
 
 impl EntryValue {
-    fn to_value(&self) -> Value {
+    pub fn to_value(&self) -> Value {
         match self {
             EntryValue::String(s) => Value::from(s.as_str()),
             EntryValue::Integer(i) => Value::from(*i),
+            EntryValue::Strings(items) => Value::Array(items.iter().map(|s| s.as_str()).collect()),
+            EntryValue::Map(pairs) => {
+                let mut table = InlineTable::new();
+                for (k, v) in pairs {
+                    table.insert(k, Value::from(v.as_str()));
+                }
+                table.fmt();
+                Value::InlineTable(table)
+            }
         }
     }
 
-    fn matches(&self, value: &Value) -> bool {
+    pub fn matches(&self, value: &Value) -> bool {
         match (self, value) {
             (EntryValue::String(s), Value::String(v)) => v.value() == s,
             (EntryValue::Integer(i), Value::Integer(v)) => v.value() == i,
+            (EntryValue::Strings(items), Value::Array(array)) => {
+                array.len() == items.len()
+                    && array
+                        .iter()
+                        .zip(items)
+                        .all(|(v, s)| v.as_str() == Some(s.as_str()))
+            }
+            (EntryValue::Map(pairs), Value::InlineTable(table)) => {
+                table.len() == pairs.len()
+                    && pairs
+                        .iter()
+                        .all(|(k, v)| table.get(k).and_then(Value::as_str) == Some(v.as_str()))
+            }
             _ => false,
         }
     }
@@ -236,6 +263,172 @@ impl TomlDoc {
     pub fn has_key(&self, key: &str) -> bool {
         self.doc.get(key).is_some()
     }
+
+    /// Makes the table at `path` hold `fields`; with `whole`, nothing else. Missing tables on the
+    /// way are created implicit, so only the innermost header shows (`[mcp_servers.memory]`).
+    pub fn upsert_table(
+        &mut self,
+        path: &[String],
+        fields: &[(String, EntryValue)],
+        whole: bool,
+    ) -> Result<(), Refusal> {
+        let was_empty = self.doc.as_table().is_empty();
+        let display = self.display.clone();
+        let mut table: &mut dyn toml_edit::TableLike = self.doc.as_table_mut();
+        for (depth, key) in path.iter().enumerate() {
+            let last = depth + 1 == path.len();
+            if table.get(key).is_none() {
+                let mut fresh = Table::new();
+                fresh.set_implicit(!last);
+                if last && !was_empty {
+                    fresh.decor_mut().set_prefix("\n");
+                }
+                table.insert(key, Item::Table(fresh));
+            }
+            let item = table.get_mut(key).expect("just ensured");
+            table = match item.as_table_like_mut() {
+                Some(inner) => inner,
+                None => {
+                    return Err(Refusal::whole(
+                        &display,
+                        format!("`{}` is not a table", path[..=depth].join(".")),
+                        "fix its type by hand, then run memloop again",
+                    ));
+                }
+            };
+        }
+        if whole {
+            let stale: Vec<String> = table
+                .iter()
+                .map(|(k, _)| k.to_owned())
+                .filter(|k| !fields.iter().any(|(f, _)| f == k))
+                .collect();
+            for key in stale {
+                table.remove(&key);
+            }
+        }
+        for (key, value) in fields {
+            let existing = table.get(key).and_then(Item::as_value);
+            if existing.is_some_and(|existing| value.matches(existing)) {
+                continue;
+            }
+            // A replaced value keeps its comment.
+            let mut fresh = value.to_value();
+            if let Some(existing) = existing {
+                *fresh.decor_mut() = existing.decor().clone();
+            }
+            table.insert(key, Item::Value(fresh));
+        }
+        Ok(())
+    }
+
+    /// Gives `fields` of the table at `path` back the values `original` held (a value memloop
+    /// replaced comes back, one it added goes), then drops the tables left empty that `original`
+    /// did not have.
+    pub fn remove_table(
+        &mut self,
+        path: &[String],
+        fields: &[(String, EntryValue)],
+        original: Option<&TomlDoc>,
+    ) {
+        let before = |key: &str| {
+            original
+                .and_then(|o| o.table_at(path))
+                .and_then(|t| t.get(key))
+                .cloned()
+        };
+        if let Some(table) = table_at_mut(self.doc.as_table_mut(), path) {
+            for (key, _) in fields {
+                match before(key) {
+                    Some(item) => {
+                        table.insert(key, item);
+                    }
+                    None => {
+                        table.remove(key);
+                    }
+                }
+            }
+        }
+        for depth in (1..=path.len()).rev() {
+            let prefix = &path[..depth];
+            let existed = original.is_some_and(|o| o.table_at(prefix).is_some());
+            let (last, parents) = prefix.split_last().expect("depth >= 1");
+            let Some(parent) = table_at_mut(self.doc.as_table_mut(), parents) else {
+                break;
+            };
+            let empty = parent
+                .get(last)
+                .and_then(Item::as_table_like)
+                .is_some_and(|t| t.is_empty());
+            if !empty || existed {
+                break;
+            }
+            parent.remove(last);
+        }
+    }
+
+    /// Renames `old` to `new` in the table at `path`, keeping its value, comments and place; when
+    /// `new` is already there, `old` is dropped instead. Whether anything changed.
+    pub fn rename_key(&mut self, path: &[String], old: &str, new: &str) -> bool {
+        let Some(table) = table_at_mut(self.doc.as_table_mut(), path) else {
+            return false;
+        };
+        if !table.contains_key(old) {
+            return false;
+        }
+        if table.contains_key(new) {
+            table.remove(old);
+            return true;
+        }
+        let entries: Vec<(toml_edit::Key, Item)> = table
+            .iter()
+            .map(|(k, _)| {
+                let (key, item) = table.get_key_value(k).expect("listed");
+                (key.clone(), item.clone())
+            })
+            .collect();
+        table.clear();
+        for (key, item) in entries {
+            let name = if key.get() == old { new } else { key.get() };
+            table.insert(name, item);
+            if let Some(mut inserted) = table.key_mut(name) {
+                *inserted.leaf_decor_mut() = key.leaf_decor().clone();
+            }
+        }
+        true
+    }
+
+    /// The table at `path`, if every step is one.
+    pub fn table_at(&self, path: &[String]) -> Option<&dyn toml_edit::TableLike> {
+        let mut table: &dyn toml_edit::TableLike = self.doc.as_table();
+        for key in path {
+            table = table.get(key)?.as_table_like()?;
+        }
+        Some(table)
+    }
+}
+
+/// `a.b."c d"`: a table path as a TOML header spells it.
+pub fn dotted(path: &[String]) -> String {
+    path.iter()
+        .map(|key| {
+            toml_edit::Key::new(key.as_str())
+                .display_repr()
+                .into_owned()
+        })
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+fn table_at_mut<'a>(
+    root: &'a mut Table,
+    path: &[String],
+) -> Option<&'a mut dyn toml_edit::TableLike> {
+    let mut table: &mut dyn toml_edit::TableLike = root;
+    for key in path {
+        table = table.get_mut(key)?.as_table_like_mut()?;
+    }
+    Some(table)
 }
 
 fn is_ours_table(table: &Table, entry: &Entry) -> bool {
@@ -370,6 +563,80 @@ mod tests {
         let text = doc.to_text();
         assert!(text.parse::<DocumentMut>().is_ok(), "{text}");
         assert!(text.starts_with("hooks = [{ event = \"Stop\""), "{text}");
+    }
+
+    fn path(keys: &[&str]) -> Vec<String> {
+        keys.iter().map(|k| (*k).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_table_is_added_under_implicit_parents_and_taken_back_exactly() {
+        let original = "# mine\nmodel = \"m\"\n\n[projects.\"/a\"]\ntrust_level = \"trusted\"\n";
+        let fields = vec![(
+            "trust_level".to_owned(),
+            EntryValue::String("trusted".into()),
+        )];
+        let key = path(&["projects", "/r/x y"]);
+        let mut doc = TomlDoc::parse(original, "c.toml").unwrap();
+        doc.upsert_table(&key, &fields, false).unwrap();
+        let edited = doc.to_text();
+        assert_eq!(
+            edited,
+            format!("{original}\n[projects.\"/r/x y\"]\ntrust_level = \"trusted\"\n")
+        );
+        doc.upsert_table(&key, &fields, false).unwrap();
+        assert_eq!(doc.to_text(), edited, "idempotent");
+        let before = TomlDoc::parse(original, "c.toml").unwrap();
+        doc.remove_table(&key, &fields, Some(&before));
+        assert_eq!(doc.to_text(), original);
+    }
+
+    #[test]
+    fn a_whole_table_drops_stale_keys_and_a_replaced_value_comes_back() {
+        let original = "[mcp_servers.memory]\ncommand = \"old\" # mine\nurl = \"u\"\n";
+        let fields = vec![
+            ("command".to_owned(), EntryValue::String("memloop".into())),
+            ("args".to_owned(), EntryValue::Strings(vec!["serve".into()])),
+        ];
+        let key = path(&["mcp_servers", "memory"]);
+        let mut doc = TomlDoc::parse(original, "c.toml").unwrap();
+        doc.upsert_table(&key, &fields, true).unwrap();
+        assert_eq!(
+            doc.to_text(),
+            "[mcp_servers.memory]\ncommand = \"memloop\" # mine\nargs = [\"serve\"]\n"
+        );
+        let before = TomlDoc::parse(original, "c.toml").unwrap();
+        doc.remove_table(&key, &fields, Some(&before));
+        assert!(
+            doc.to_text().contains("command = \"old\" # mine"),
+            "{}",
+            doc.to_text()
+        );
+        let mut other = TomlDoc::parse("x = 1\n", "c.toml").unwrap();
+        other.upsert_table(&path(&["a"]), &fields, true).unwrap();
+        other.remove_table(&path(&["a"]), &fields, None);
+        assert_eq!(other.to_text(), "x = 1\n");
+    }
+
+    #[test]
+    fn a_value_where_a_table_belongs_is_refused() {
+        let mut doc = TomlDoc::parse("projects = 3\n", "c.toml").unwrap();
+        let err = doc
+            .upsert_table(&path(&["projects", "/r"]), &[], false)
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("`projects` is not a table"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn rename_keeps_place_value_and_comment() {
+        let text = "[features]\na = false\ncodex_hooks = true # gate\nb = 1\n";
+        let mut doc = TomlDoc::parse(text, "c.toml").unwrap();
+        assert!(doc.rename_key(&path(&["features"]), "codex_hooks", "hooks"));
+        assert_eq!(doc.to_text(), text.replace("codex_hooks", "hooks"));
+        assert!(!doc.rename_key(&path(&["features"]), "codex_hooks", "hooks"));
     }
 
     #[test]

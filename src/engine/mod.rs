@@ -407,13 +407,16 @@ fn edit(
         }
         Format::Toml => {
             let mut doc = TomlDoc::parse(text, display)?;
+            let original_doc = match original {
+                Some(OriginalView::Toml(Some(original))) => Some(original),
+                _ => None,
+            };
             for fragment in fragments {
-                let Fragment::TomlEntry { key, entry } = fragment else {
-                    unreachable!("a TOML file holds TOML fragments")
-                };
-                match mode {
-                    Mode::Install => doc.upsert_entry(key, entry)?,
-                    Mode::Remove => {
+                match (fragment, mode) {
+                    (Fragment::TomlEntry { key, entry }, Mode::Install) => {
+                        doc.upsert_entry(key, entry)?
+                    }
+                    (Fragment::TomlEntry { key, entry }, Mode::Remove) => {
                         // An emptied `hooks` goes only when memloop is known to have added it.
                         let drop_empty = match original {
                             Some(OriginalView::Toml(Some(original))) => !original.has_key(key),
@@ -422,6 +425,18 @@ fn edit(
                         };
                         doc.remove_entry(key, entry, drop_empty)
                     }
+                    (
+                        Fragment::TomlTable {
+                            path,
+                            fields,
+                            whole,
+                        },
+                        Mode::Install,
+                    ) => doc.upsert_table(path, fields, *whole)?,
+                    (Fragment::TomlTable { path, fields, .. }, Mode::Remove) => {
+                        doc.remove_table(path, fields, original_doc)
+                    }
+                    _ => unreachable!("a TOML file holds TOML fragments"),
                 }
             }
             Ok(doc.to_text())

@@ -86,6 +86,55 @@ pub fn collapse_plugin(dir: &Path) {
     }
 }
 
+/// Expected trees spell the sandbox repository's real path (in a user config's trust entries,
+/// say) as this marker.
+pub const REPO_MARKER: &str = "@REPO@";
+
+fn real(repo: &Path) -> String {
+    repo.canonicalize()
+        .unwrap_or_else(|_| repo.to_path_buf())
+        .display()
+        .to_string()
+}
+
+pub fn expand_repo(tree: &mut Tree, repo: &Path) {
+    let path = real(repo);
+    for entry in tree.values_mut() {
+        if let Entry::File(bytes) = entry
+            && let Ok(text) = std::str::from_utf8(bytes)
+            && text.contains(REPO_MARKER)
+        {
+            *bytes = text.replace(REPO_MARKER, &path).into_bytes();
+        }
+    }
+}
+
+/// Writes the repository's real path for the marker in every file under `dir` (a case's `in/`).
+pub fn spell_repo(dir: &Path, repo: &Path) {
+    let path = real(repo);
+    for (rel, entry) in snapshot(dir) {
+        if let Entry::File(bytes) = entry
+            && let Ok(text) = String::from_utf8(bytes)
+            && text.contains(REPO_MARKER)
+        {
+            std::fs::write(dir.join(rel), text.replace(REPO_MARKER, &path)).unwrap();
+        }
+    }
+}
+
+/// Writes the marker for the repository's real path in every file under `dir` (when blessing).
+pub fn collapse_repo(dir: &Path, repo: &Path) {
+    let path = real(repo);
+    for (rel, entry) in snapshot(dir) {
+        if let Entry::File(bytes) = entry
+            && let Ok(text) = String::from_utf8(bytes)
+            && text.contains(&path)
+        {
+            std::fs::write(dir.join(rel), text.replace(&path, REPO_MARKER)).unwrap();
+        }
+    }
+}
+
 /// How `got` differs from `want`, file by file, with both texts.
 pub fn describe(got: &Tree, want: &Tree) -> String {
     let show = |e: &Entry| match e {
@@ -175,6 +224,7 @@ impl Sandbox {
         );
         copy_tree(&from.join("repo"), &repo);
         copy_tree(&from.join("home"), &home);
+        spell_repo(&home, &repo);
         copy_tree(&bin_from.join("bin"), &bin);
         std::fs::create_dir_all(repo.join(".git")).unwrap();
         for entry in std::fs::read_dir(&bin).unwrap() {

@@ -10,6 +10,7 @@
 
 mod agents;
 mod codex;
+mod codex_memloop;
 mod config;
 mod connected;
 mod doctor;
@@ -142,16 +143,31 @@ const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "doctor-live",
-        about: "`memloop doctor --live` on a correct install: claude mcp get, opencode debug config, kimi doctor config and the server probe all ok",
+        about: "`memloop doctor --live` on a correct install: claude mcp get, opencode debug config, kimi doctor config, codex mcp list --json and features list, and the server probe all ok",
         run: doctor::live,
     },
     Scenario {
         name: "upgrade-legacy",
-        about: "legacy shapes for all three agents, `memloop upgrade`, then claude mcp get / opencode debug config / kimi doctor config and kimi -p accept the result",
+        about: "legacy shapes for all four agents, `memloop upgrade`, then claude mcp get / opencode debug config / kimi doctor config / codex features list and mcp list and kimi -p accept the result",
         run: upgrade::legacy,
     },
-    // Codex probes with the files memloop's Codex adapter is to write, written by hand; to be
-    // replaced by config-codex, connected-codex and gate-codex (xtask/src/e2e/codex.rs).
+    Scenario {
+        name: "config-codex",
+        about: "memloop init: untrusted without consent (mcp list []); after sync --user-scope codex lists the server and hooks/list trusts the Stop hook by memloop's hash; uninstall restores the user config",
+        run: codex_memloop::config,
+    },
+    Scenario {
+        name: "connected-codex",
+        about: "`codex exec` offers mcp__memory/memory_store from memloop's .codex/config.toml and the call reaches memloop serve",
+        run: codex_memloop::connected,
+    },
+    Scenario {
+        name: "gate-codex",
+        about: "Codex edits through exec_command, memloop's gate sends it back, it stores over MCP, the next stop passes",
+        run: codex_memloop::gate,
+    },
+    // Probes of Codex itself with hand-written files (the facts the adapter rests on, such as a
+    // stale hash reported as modified and a hook blocking with exit 2); xtask/src/e2e/codex.rs.
     Scenario {
         name: "probe-codex-config",
         about: "`codex mcp list --json` shows the project server only once trusted; hooks/list trusts the Stop hook by our hash",
@@ -286,10 +302,11 @@ pub fn run(args: &[String]) -> Result<()> {
     println!("e2e: testing {}", ctx.memloop.display());
     println!("     {}", ctx.caps.summary());
     println!(
-        "     agents: claude {}, opencode {}, kimi {} on node {}",
+        "     agents: claude {}, opencode {}, kimi {}, codex {} on node {}",
         tools::CLAUDE.version,
         tools::OPENCODE.version,
         tools::KIMI.version,
+        tools::CODEX.version,
         tools::NODE.version
     );
 

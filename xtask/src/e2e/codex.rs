@@ -20,7 +20,6 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use toml_edit::{DocumentMut, Item, Table, value};
 
 use super::config::expect;
@@ -53,62 +52,9 @@ const MODEL_CATALOG: &str = r#"{"models": [{"slug": "fake-model", "display_name"
   "experimental_supported_tools": []}]}
 "#;
 
-/// The `trusted_hash` Codex expects in `[hooks.state."<key>"]` for one command hook (its
-/// `command_hook_hash` in codex-rs/hooks/src/engine/discovery.rs, 0.171.0): sha256 over the
-/// compact JSON, keys sorted at every level, of
-/// `{"event_name": <event label>, "hooks": [{"type": "command", "command", "timeout", "async",
-/// "statusMessage"?}]}`. The timeout defaults to 600 and is at least 1; a Stop group's
-/// `matcher` is not part of it (Codex ignores matchers for Stop); JSON strings keep non-ASCII as
-/// UTF-8 (serde_json's escaping, which Codex uses too).
-pub fn command_hook_trusted_hash(
-    event_label: &str,
-    command: &str,
-    timeout_sec: Option<u64>,
-    status_message: Option<&str>,
-) -> String {
-    let mut handler = json!({
-        "type": "command",
-        "command": command,
-        "timeout": timeout_sec.unwrap_or(600).max(1),
-        "async": false,
-    });
-    if let Some(message) = status_message {
-        handler["statusMessage"] = json!(message);
-    }
-    let identity = sorted_keys(&json!({"event_name": event_label, "hooks": [handler]}));
-    let digest = Sha256::digest(identity.to_string().as_bytes());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
-}
-
-/// serde_json keeps insertion order here (the workspace enables `preserve_order`), so the
-/// canonical form is rebuilt explicitly.
-fn sorted_keys(v: &Value) -> Value {
-    match v {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            Value::Object(
-                keys.into_iter()
-                    .map(|k| (k.clone(), sorted_keys(&map[k])))
-                    .collect(),
-            )
-        }
-        Value::Array(items) => Value::Array(items.iter().map(sorted_keys).collect()),
-        other => other.clone(),
-    }
-}
-
-/// The `[hooks.state]` key of handler `handler` in group `group` of `event_label` in the hooks
-/// file at `hooks_json` (the path as Codex spells it: the session's cwd joined, not resolved).
-pub fn hook_state_key(
-    hooks_json: &Path,
-    event_label: &str,
-    group: usize,
-    handler: usize,
-) -> String {
-    format!("{}:{event_label}:{group}:{handler}", hooks_json.display())
-}
+// One definition of Codex's trust key and hash: memloop's own (its unit test holds hashes Codex
+// reported; `probe-codex-config` checks them against the running Codex each time).
+pub use memloop::agents::codex::trust::{command_hook_trusted_hash, hook_state_key};
 
 /// What the future Codex adapter writes for a repository.
 pub struct AdapterOutput {
@@ -144,8 +90,25 @@ pub fn expected_adapter_output(repo: &Path, stop_command: &str) -> AdapterOutput
     }
 }
 
-fn codex_home(sb: &Sandbox) -> PathBuf {
+pub(super) fn codex_home(sb: &Sandbox) -> PathBuf {
     sb.home.join(".codex")
+}
+
+/// The harness's part of the user config alone (the fake model provider, the model catalog,
+/// plugins, apps and analytics off), for memloop to add its trust entries to.
+pub(super) fn set_up_harness(sb: &mut Sandbox, base_url: Option<&str>) -> Result<()> {
+    let home = codex_home(sb);
+    std::fs::create_dir_all(&home)?;
+    let catalog = home.join("e2e-models.json");
+    std::fs::write(&catalog, MODEL_CATALOG)?;
+    let unused = expected_adapter_output(&sb.repo, GATE_COMMAND);
+    std::fs::write(
+        home.join("config.toml"),
+        user_config(&unused, base_url, &catalog, false),
+    )?;
+    sb.set_env("CODEX_HOME", home.to_string_lossy());
+    sb.set_env(KEY_VAR, "sk-e2e");
+    Ok(())
 }
 
 /// Write the adapter's project files and the user config: the harness's part (the fake model
@@ -223,7 +186,7 @@ fn implicit<'a>(entries: impl IntoIterator<Item = (&'a str, Table)>) -> Item {
     Item::Table(outer)
 }
 
-fn codex(ctx: &Ctx) -> PathBuf {
+pub(super) fn codex(ctx: &Ctx) -> PathBuf {
     ctx.tools.bin.join("codex")
 }
 
@@ -323,14 +286,65 @@ pub fn probe_config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     Ok(())
 }
 
-fn parse_json_out(out: &Output) -> Result<Value> {
+/// For `upgrade-legacy`: Codex's files as memloop writes them, in a user config that still turns
+/// hooks on under their old name (`[features] codex_hooks`, deprecated since 0.129).
+pub fn legacy_world(sb: &mut Sandbox) -> Result<()> {
+    let repo = sb.repo.canonicalize()?;
+    set_up(
+        sb,
+        &expected_adapter_output(&repo, GATE_COMMAND),
+        None,
+        true,
+    )?;
+    let path = codex_home(sb).join("config.toml");
+    let mut doc: DocumentMut = std::fs::read_to_string(&path)?.parse()?;
+    doc["features"]["codex_hooks"] = value(true);
+    std::fs::write(&path, doc.to_string())?;
+    Ok(())
+}
+
+/// After `memloop upgrade`: the old name is gone, `hooks` is on, Codex still loads the server.
+pub fn after_upgrade(ctx: &Ctx, sb: &Sandbox) -> Result<()> {
+    let path = codex_home(sb).join("config.toml");
+    let text = std::fs::read_to_string(&path)?;
+    let doc: DocumentMut = text.parse()?;
+    if doc["features"].get("codex_hooks").is_some()
+        || doc["features"]["hooks"].as_bool() != Some(true)
+    {
+        bail!("after the upgrade [features] should hold hooks = true and no codex_hooks:\n{text}");
+    }
+    let out = sb.run(codex(ctx), &["features", "list"], ctx.timeout)?;
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("hooks"));
+    expect(
+        line.is_some_and(|l| l.split_whitespace().last() == Some("true")),
+        &format!("after the upgrade `codex features list` does not show hooks on: {line:?}"),
+        &out,
+    )?;
+    let out = sb.run(codex(ctx), &["mcp", "list", "--json"], ctx.timeout)?;
+    let listed = parse_json_out(&out)?;
+    if !listed
+        .as_array()
+        .is_some_and(|a| a.iter().any(|s| s["name"] == SERVER))
+    {
+        bail!("after the upgrade `codex mcp list --json` does not list {SERVER}: {listed}");
+    }
+    println!(
+        "      codex: [features] hooks = true, features list shows hooks on, mcp list has {SERVER}"
+    );
+    Ok(())
+}
+
+pub(super) fn parse_json_out(out: &Output) -> Result<Value> {
     serde_json::from_str(out.stdout.trim())
         .with_context(|| format!("Codex printed no JSON on stdout\n{}", out.report()))
 }
 
 /// `codex app-server` (JSON-RPC over stdio): `initialize`, then `hooks/list` for the repo; the
 /// hooks as Codex sees them (key, currentHash, trustStatus, ...).
-fn hooks_list(ctx: &Ctx, sb: &Sandbox) -> Result<Vec<Value>> {
+pub(super) fn hooks_list(ctx: &Ctx, sb: &Sandbox) -> Result<Vec<Value>> {
     let mut cmd = sb.command(codex(ctx));
     cmd.arg("app-server");
     let deadline = Instant::now() + ctx.timeout;
@@ -468,7 +482,7 @@ pub fn probe_mcp(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
 }
 
 /// The store reached `memloop serve`: a note holding the stored text is under `.memloop/memory/`.
-fn check_stored(repo: &Path, result: &str) -> Result<()> {
+pub(super) fn check_stored(repo: &Path, result: &str) -> Result<()> {
     let lower = result.to_ascii_lowercase();
     if lower.contains("requires approval") || lower.contains("rejected") {
         bail!("Codex did not run the MCP call: {result:?}");
@@ -505,7 +519,7 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 /// `codex exec --json` (stdin closed), as a user would run it: in a trusted project that is
 /// approval policy `never` and the `workspace-write` sandbox (network off), in which
 /// exec_command may write the repo.
-fn exec(ctx: &Ctx, sb: &Sandbox, fake: &FakeResponses, prompt: &str) -> Result<Output> {
+pub(super) fn exec(ctx: &Ctx, sb: &Sandbox, fake: &FakeResponses, prompt: &str) -> Result<Output> {
     let args = ["exec", "--json", prompt];
     let out = sb.run(codex(ctx), &args, ctx.gate_timeout)?;
     let _ = std::fs::write(sb.root.join("model-requests.jsonl"), fake.dump());
@@ -698,7 +712,7 @@ pub fn probe_gate(ctx: &Ctx, sb: &mut Sandbox, block: Block) -> Result<()> {
     Ok(())
 }
 
-fn hook_inputs(runs: &Path) -> Result<Vec<Value>> {
+pub(super) fn hook_inputs(runs: &Path) -> Result<Vec<Value>> {
     let mut inputs = Vec::new();
     for n in 1.. {
         let Ok(text) = std::fs::read_to_string(runs.join(format!("input-{n}.json"))) else {
@@ -713,7 +727,7 @@ fn hook_inputs(runs: &Path) -> Result<Vec<Value>> {
 }
 
 /// The `payload` of every `response_item` line of a rollout.
-fn response_items(rollout: &str) -> Vec<Value> {
+pub(super) fn response_items(rollout: &str) -> Vec<Value> {
     rollout
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
@@ -725,34 +739,6 @@ fn response_items(rollout: &str) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Hashes the real Codex 0.171.0 reported as `currentHash` in `hooks/list` for these
-    /// handlers of a project `.codex/hooks.json` (codex_facts.md, "Stop hook trust").
-    #[test]
-    fn trusted_hash_matches_what_codex_computes() {
-        assert_eq!(
-            command_hook_trusted_hash("stop", "sh /tmp/cx/lab/stop.sh", Some(30), None),
-            "sha256:cb1ad5e289ca13d6b1de0c8bf3d6793aab2c72def6c30725a0d9916a8eb37423"
-        );
-        // No timeout (600), a status message, non-ASCII, a quote, a backslash and a tab.
-        assert_eq!(
-            command_hook_trusted_hash("stop", "echo \"é\" \\ tab\there", None, Some("Checking é")),
-            "sha256:376f82da77c6f8426ed1e66fcec86082f7bcd4a3976579a35f907f38087c7f35"
-        );
-        // timeout 0 counts as 1; the group's matcher is not part of a Stop hash.
-        assert_eq!(
-            command_hook_trusted_hash("stop", GATE_COMMAND, Some(0), None),
-            "sha256:6e27a85f4140764bc3bd69b06841e092dc645d7b31da9d6ed1456d83f6000062"
-        );
-    }
-
-    #[test]
-    fn the_key_names_file_event_group_and_handler() {
-        assert_eq!(
-            hook_state_key(Path::new("/r/.codex/hooks.json"), "stop", 1, 0),
-            "/r/.codex/hooks.json:stop:1:0"
-        );
-    }
 
     #[test]
     fn user_config_spells_the_trust_entries_as_quoted_keys() {

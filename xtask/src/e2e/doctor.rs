@@ -12,6 +12,22 @@ use super::{Ctx, agents, memloop};
 pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     ctx.caps.need_serve()?;
     memloop::install(sb, &ctx.caps, ctx.hand_written, None)?;
+    // Codex too, with the harness's user config for memloop to add its trust entries to.
+    super::codex::set_up_harness(sb, None)?;
+    let config = sb.repo.join("memloop.toml");
+    let text = std::fs::read_to_string(&config)?;
+    let with_codex = text.replace("\"kimi\"]", "\"kimi\", \"codex\"]");
+    if with_codex == text {
+        bail!("memloop.toml names no agents list to add codex to:\n{text}");
+    }
+    std::fs::write(&config, with_codex)?;
+    let out = sb.run("memloop", &["sync", "--user-scope"], ctx.timeout)?;
+    if !out.success() {
+        bail!(
+            "`memloop sync --user-scope` with codex failed\n{}",
+            out.report()
+        );
+    }
     // What a user does once: approve the project server in Claude Code, trust the folder in Kimi.
     agents::claude(sb, true)?;
     agents::opencode(sb, &ctx.tools, None)?;
@@ -32,7 +48,7 @@ pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         .context("the report has no findings")?;
     let live: Vec<&Value> = findings
         .iter()
-        .filter(|f| matches!(f["id"].as_str(), Some(id) if id.ends_with(".live") || id == "memloop.server-probe"))
+        .filter(|f| matches!(f["id"].as_str(), Some(id) if id.ends_with(".live") || id == "codex.live-hooks" || id == "memloop.server-probe"))
         .collect();
     let failed: Vec<String> = live
         .iter()
@@ -51,6 +67,7 @@ pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         "claude.live",
         "opencode.live",
         "kimi.live",
+        "codex.live",
         "memloop.server-probe",
     ] {
         if !seen.contains(id) {

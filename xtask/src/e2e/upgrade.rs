@@ -1,7 +1,7 @@
 //! Scenario "upgrade": a repository and home holding what older memloops and older agents left
-//! (legacy shapes for all three agents), `memloop upgrade --user-scope`, then the pinned real
+//! (legacy shapes for all four agents), `memloop upgrade --user-scope`, then the pinned real
 //! agents load the result: `claude mcp get memory`, `opencode debug config`, `kimi doctor config`
-//! and a `kimi -p` run that must offer memloop's MCP tool (Kimi Code drops every file-declared
+//! `codex features list` (hooks on under its current name), and a `kimi -p` run that must offer memloop's MCP tool (Kimi Code drops every file-declared
 //! server while one entry says `streamable-http`). Afterwards `memloop diff` finds nothing left
 //! for sync to do and a second upgrade finds nothing.
 
@@ -27,6 +27,7 @@ const EXPECTED: &[&str] = &[
     "kimi-legacy-to-code",
     "kimi-streamable-http",
     "kimi-tool-names",
+    "codex-hooks-feature",
 ];
 
 fn write(path: &Path, text: &str) -> Result<()> {
@@ -45,7 +46,7 @@ fn legacy_world(sb: &Sandbox) -> Result<()> {
     let repo = &sb.repo;
     write(
         &repo.join("memloop.toml"),
-        "version = 1\nagents = [\"claude\", \"opencode\", \"kimi\"]\n",
+        "version = 1\nagents = [\"claude\", \"opencode\", \"kimi\", \"codex\"]\n",
     )?;
     write(
         &repo.join("CLAUDE.md"),
@@ -111,6 +112,7 @@ pub fn legacy(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     }
     ctx.caps.need_serve()?;
     legacy_world(sb)?;
+    super::codex::legacy_world(sb)?;
 
     let dry = sb.run(
         "memloop",
@@ -137,6 +139,7 @@ pub fn legacy(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     claude(ctx, sb)?;
     opencode(ctx, sb)?;
     kimi(ctx, sb)?;
+    super::codex::after_upgrade(ctx, sb)?;
 
     let diff = sb.run("memloop", &["diff"], ctx.timeout)?;
     expect(

@@ -1,0 +1,298 @@
+//! Codex's whole files: the project `.codex/config.toml` (`[mcp_servers.*]`, whose
+//! `default_tools_approval_mode` must be one of the four values Codex accepts, else every
+//! command fails), `.codex/hooks.json`, the user config's project trust and hook trust (without
+//! either Codex silently ignores the project's files), `[features] hooks` and its old name, and
+//! the size of `AGENTS.md` (Codex reads 32768 bytes of it). Facts: xtask/src/e2e/codex_facts.md.
+
+use std::path::Path;
+
+use toml_edit::{DocumentMut, Item};
+
+use super::{HOOKS_JSON, PROJECT_CONFIG, codex_home, group_index, hook_hash, trusted_root};
+use crate::config::AgentId;
+use crate::doctor::{Doctor, Finding};
+
+const AGENT: AgentId = AgentId::Codex;
+/// Codex's `project_doc_max_bytes` default: the rest of AGENTS.md never reaches the model.
+pub const AGENTS_MD_CAP: u64 = 32768;
+/// What `default_tools_approval_mode` accepts in 0.171.0; anything else fails the whole load.
+pub const APPROVAL_MODES: &[&str] = &["auto", "prompt", "writes", "approve"];
+/// The first version that reads `[features] hooks` (before: `codex_hooks`).
+pub const HOOKS_FEATURE_SINCE: &[u64] = &[0, 129];
+
+pub fn agents_md_size(d: &mut Doctor) {
+    let path = d.repo.root.join("AGENTS.md");
+    if let Ok(meta) = std::fs::metadata(&path)
+        && meta.len() > AGENTS_MD_CAP
+    {
+        d.push(
+            Finding::warning(
+                AGENT,
+                "agents-md-size",
+                format!(
+                    "AGENTS.md is {} bytes; Codex reads only the first {AGENTS_MD_CAP} (project_doc_max_bytes) and drops the rest, where memloop's block may sit",
+                    meta.len()
+                ),
+            )
+            .file("AGENTS.md")
+            .fix("shorten AGENTS.md below 32 KiB, or raise project_doc_max_bytes in ~/.codex/config.toml"),
+        );
+    }
+}
+
+pub fn check(d: &mut Doctor) {
+    project_config(d);
+    let agent = d.agent(AGENT).clone();
+    if agent.installed() {
+        let user = codex_home(d.home()).join("config.toml");
+        user_config(d, &user, &agent);
+    }
+}
+
+fn parse(text: &str) -> Option<DocumentMut> {
+    text.parse().ok()
+}
+
+fn project_config(d: &mut Doctor) {
+    let path = d.repo.root.join(PROJECT_CONFIG);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return;
+    };
+    let Some(doc) = parse(&text) else {
+        // The drift check reports the syntax error with its position.
+        return;
+    };
+    let Some(servers) = doc.get("mcp_servers").and_then(Item::as_table_like) else {
+        return;
+    };
+    for (name, server) in servers.iter() {
+        let Some(server) = server.as_table_like() else {
+            continue;
+        };
+        if let Some(mode) = server.get("default_tools_approval_mode") {
+            let value = mode.as_str();
+            if name == d.ctx.server.name && matches!(value, Some("prompt" | "writes")) {
+                d.push(
+                    Finding::warning(
+                        AGENT,
+                        "approval-mode",
+                        format!(
+                            "mcp_servers.{name}.default_tools_approval_mode is {}: under `codex exec` (approval policy never) Codex refuses memloop's memory_store",
+                            mode.to_string().trim()
+                        ),
+                    )
+                    .at(PROJECT_CONFIG, crate::doctor::locate::line_containing(&text, "default_tools_approval_mode"))
+                    .by_sync("memloop sync"),
+                );
+            } else if value.is_some_and(|v| APPROVAL_MODES.contains(&v)) {
+                d.push(
+                    Finding::ok(
+                        AGENT,
+                        "approval-mode",
+                        format!(
+                            "mcp_servers.{name}.default_tools_approval_mode is {}",
+                            mode.to_string().trim()
+                        ),
+                    )
+                    .file(PROJECT_CONFIG),
+                );
+            } else {
+                d.push(
+                    Finding::error(
+                        AGENT,
+                        "approval-mode",
+                        format!(
+                            "mcp_servers.{name}.default_tools_approval_mode is {}: Codex accepts only {} and refuses to start with anything else",
+                            mode.to_string().trim(),
+                            APPROVAL_MODES.join(", ")
+                        ),
+                    )
+                    .at(PROJECT_CONFIG, crate::doctor::locate::line_containing(&text, "default_tools_approval_mode"))
+                    .fix("set it to \"approve\" (memloop sync does for its own server)"),
+                );
+            }
+        }
+        let bad_sources: Vec<String> = server
+            .get("env_vars")
+            .and_then(Item::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|v| {
+                v.as_inline_table()?
+                    .get("source")?
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .filter(|source| source != "local" && source != "remote")
+            .collect();
+        if let Some(source) = bad_sources.first() {
+            d.push(
+                Finding::error(
+                    AGENT,
+                    "env-vars",
+                    format!("mcp_servers.{name}.env_vars has source {source:?}: Codex accepts only \"local\" or \"remote\" and refuses to start"),
+                )
+                .at(PROJECT_CONFIG, crate::doctor::locate::line_containing(&text, "env_vars"))
+                .fix("use source = \"local\" (or name the variable alone: env_vars = [\"NAME\"])"),
+            );
+        }
+        if server.contains_key("command") && server.contains_key("url") {
+            d.push(
+                Finding::error(
+                    AGENT,
+                    "mcp-transport",
+                    format!("mcp_servers.{name} has both command and url: Codex refuses the file (\"url is not supported for stdio\")"),
+                )
+                .file(PROJECT_CONFIG)
+                .fix("keep one of them"),
+            );
+        }
+    }
+}
+
+fn user_config(d: &mut Doctor, path: &Path, agent: &crate::doctor::Agent) {
+    let shown = d.ctx.display_user_path(path);
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let Some(doc) = parse(&text) else {
+        d.push(
+            Finding::error(
+                AGENT,
+                "user-config",
+                format!("{shown} does not parse as TOML: Codex fails every command"),
+            )
+            .file(shown.clone())
+            .fix("fix the TOML syntax (codex prints the line and column)"),
+        );
+        return;
+    };
+    let root = trusted_root(&d.repo.root);
+    let sync = d.sync_command(true);
+    let project = root.display().to_string();
+    let trusted = doc
+        .get("projects")
+        .and_then(|p| p.get(&project))
+        .and_then(|p| p.get("trust_level"))
+        .and_then(Item::as_str);
+    if trusted == Some("trusted") {
+        d.push(
+            Finding::ok(AGENT, "trust", format!("{project} is trusted in {shown}"))
+                .file(shown.clone()),
+        );
+    } else {
+        d.push(
+            Finding::error(
+                AGENT,
+                "trust",
+                format!("{project} is not trusted in {shown}: Codex ignores .codex/config.toml and .codex/hooks.json, so neither the memory server nor the Stop gate loads"),
+            )
+            .file(shown.clone())
+            .by_sync(sync),
+        );
+    }
+    let hooks_json = d.repo.root.join(HOOKS_JSON);
+    if hooks_json.exists() {
+        let key = super::trust::hook_state_key(
+            &root.join(HOOKS_JSON),
+            "stop",
+            group_index(&hooks_json),
+            0,
+        );
+        let hash = doc
+            .get("hooks")
+            .and_then(|h| h.get("state"))
+            .and_then(|s| s.get(&key))
+            .and_then(|s| s.get("trusted_hash"))
+            .and_then(Item::as_str);
+        let problem = match hash {
+            None => Some("has no trusted_hash for memloop's Stop hook"),
+            Some(hash) if hash != hook_hash() => Some(
+                "holds a stale trusted_hash for memloop's Stop hook (Codex reports it as modified)",
+            ),
+            Some(_) => None,
+        };
+        if problem.is_none() {
+            d.push(
+                Finding::ok(
+                    AGENT,
+                    "hook-trust",
+                    format!("{shown} trusts memloop's Stop hook by its current hash"),
+                )
+                .file(shown.clone()),
+            );
+        }
+        let prefix = format!("{}:stop:", root.join(HOOKS_JSON).display());
+        let left: Vec<String> = doc
+            .get("hooks")
+            .and_then(|h| h.get("state"))
+            .and_then(Item::as_table_like)
+            .into_iter()
+            .flat_map(|states| states.iter())
+            .filter(|(k, v)| {
+                k.starts_with(&prefix)
+                    && *k != key
+                    && v.get("trusted_hash").and_then(Item::as_str) == Some(hook_hash().as_str())
+            })
+            .map(|(k, _)| k.to_owned())
+            .collect();
+        for old in left {
+            d.push(
+                Finding::warning(
+                    AGENT,
+                    "hook-trust-left",
+                    format!("{shown} still trusts memloop's hook at [hooks.state.\"{old}\"], where it no longer is (its group moved in .codex/hooks.json): a hook put there later would run trusted"),
+                )
+                .file(shown.clone())
+                .fix("remove that [hooks.state] table by hand"),
+            );
+        }
+        if let Some(problem) = problem {
+            d.push(
+                Finding::error(
+                    AGENT,
+                    "hook-trust",
+                    format!("{shown} {problem} ([hooks.state.\"{key}\"]): Codex skips the hook without a word, so the gate never runs"),
+                )
+                .file(shown.clone())
+                .by_sync(sync),
+            );
+        }
+    }
+    let features = doc.get("features").and_then(Item::as_table_like);
+    let flag = |name: &str| features.and_then(|f| f.get(name)).and_then(Item::as_bool);
+    let new_name = agent.at_least(HOOKS_FEATURE_SINCE) != Some(false);
+    let (read, other) = if new_name {
+        ("hooks", "codex_hooks")
+    } else {
+        ("codex_hooks", "hooks")
+    };
+    if flag(read) == Some(false) || (!new_name && flag(read).is_none()) {
+        d.push(
+            Finding::error(
+                AGENT,
+                "hooks-feature",
+                format!("[features] {read} is not on in {shown}: this Codex runs no hooks, so the gate never runs"),
+            )
+            .file(shown.clone())
+            .fix(format!("set `{read} = true` under [features]")),
+        );
+    } else if !(new_name && flag(other).is_some()) {
+        d.push(
+            Finding::ok(
+                AGENT,
+                "hooks-feature",
+                format!("this Codex runs hooks ([features] {read})"),
+            )
+            .file(shown.clone()),
+        );
+    } else {
+        d.push(
+            Finding::warning(
+                AGENT,
+                "hooks-feature",
+                format!("[features] codex_hooks in {shown} is the old name; this Codex warns on every run and reads `hooks`"),
+            )
+            .file(shown)
+            .fix("run `memloop upgrade --user-scope`, or rename it to `hooks` by hand"),
+        );
+    }
+}

@@ -1,0 +1,96 @@
+//! Codex's hook trust: `[hooks.state."<key>"] trusted_hash = "sha256:<hex>"` in the user's
+//! config. Codex skips an untrusted or modified hook without a word, so memloop writes the entry
+//! itself and recomputes it on every sync: the key holds the hooks file's path, the hash the
+//! command and its timeout. The recipe is Codex 0.171.0's `command_hook_hash`
+//! (codex-rs/hooks/src/engine/discovery.rs), checked against hashes Codex reported.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+/// The `trusted_hash` of one command hook of `event_label` (`stop`): SHA-256 over the compact
+/// JSON, keys sorted at every level, of `{"event_name", "hooks": [{"type": "command", "command",
+/// "timeout", "async", "statusMessage"?}]}`. The timeout defaults to 600 and is at least 1; a
+/// Stop group's `matcher` is not part of it; strings keep non-ASCII as UTF-8.
+pub fn command_hook_trusted_hash(
+    event_label: &str,
+    command: &str,
+    timeout_sec: Option<u64>,
+    status_message: Option<&str>,
+) -> String {
+    let mut handler = json!({
+        "type": "command",
+        "command": command,
+        "timeout": timeout_sec.unwrap_or(600).max(1),
+        "async": false,
+    });
+    if let Some(message) = status_message {
+        handler["statusMessage"] = json!(message);
+    }
+    let identity = sorted_keys(&json!({"event_name": event_label, "hooks": [handler]}));
+    let digest = Sha256::digest(identity.to_string().as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// serde_json keeps insertion order here (`preserve_order`), so the sorted form is rebuilt.
+fn sorted_keys(v: &Value) -> Value {
+    match v {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), sorted_keys(&map[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sorted_keys).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The `[hooks.state]` key of handler `handler` in group `group` of `event_label` in the hooks
+/// file at `hooks_json` (as Codex spells it: the session's cwd joined, not resolved).
+pub fn hook_state_key(
+    hooks_json: &Path,
+    event_label: &str,
+    group: usize,
+    handler: usize,
+) -> String {
+    format!("{}:{event_label}:{group}:{handler}", hooks_json.display())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Hashes the real Codex 0.171.0 reported as `currentHash` in `hooks/list` for these handlers
+    /// of a project `.codex/hooks.json` (xtask/src/e2e/codex_facts.md, "Stop hook trust").
+    #[test]
+    fn trusted_hash_matches_what_codex_computes() {
+        assert_eq!(
+            command_hook_trusted_hash("stop", "sh /tmp/cx/lab/stop.sh", Some(30), None),
+            "sha256:cb1ad5e289ca13d6b1de0c8bf3d6793aab2c72def6c30725a0d9916a8eb37423"
+        );
+        // No timeout (600), a status message, non-ASCII, a quote, a backslash and a tab.
+        assert_eq!(
+            command_hook_trusted_hash("stop", "echo \"é\" \\ tab\there", None, Some("Checking é")),
+            "sha256:376f82da77c6f8426ed1e66fcec86082f7bcd4a3976579a35f907f38087c7f35"
+        );
+        // timeout 0 counts as 1.
+        assert_eq!(
+            command_hook_trusted_hash("stop", "memloop hook stop --agent codex", Some(0), None),
+            "sha256:6e27a85f4140764bc3bd69b06841e092dc645d7b31da9d6ed1456d83f6000062"
+        );
+    }
+
+    #[test]
+    fn the_key_names_file_event_group_and_handler() {
+        assert_eq!(
+            hook_state_key(Path::new("/r/repo/.codex/hooks.json"), "stop", 1, 0),
+            "/r/repo/.codex/hooks.json:stop:1:0"
+        );
+    }
+}
