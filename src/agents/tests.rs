@@ -1,51 +1,12 @@
 //! The upgrade runner over the agents' real migrations: what applies, what waits for consent,
 //! and what is refused.
 
-use std::path::Path;
-
 use crate::agents::migrations;
-use crate::config::{AgentId, Config};
-use crate::engine::state::InstallState;
-use crate::repo::{Context, Repo};
-use crate::upgrade::{Applied, Env, pending_in, plan};
+use crate::upgrade::tests::{env, world};
+use crate::upgrade::{Applied, pending_in, plan};
 
 const LEGACY_KIMI: &str = "# mine\ndefault_model = \"k\"\n\n[[hooks]]\nevent = \"Stop\"\ncommand = \"memloop hook stop --agent kimi\"\ntimeout = 15\n";
 const FLAT_STOP: &str = "{\"hooks\": {\"Stop\": [{\"type\": \"command\", \"command\": \"memloop hook stop --agent claude\"}]}}\n";
-
-fn world(files: &[(&str, &str)]) -> (tempfile::TempDir, Repo) {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("repo");
-    std::fs::create_dir_all(root.join(".git")).unwrap();
-    for (path, text) in files {
-        let path = dir.path().join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-    let config = Config {
-        agents: vec![AgentId::Claude, AgentId::Kimi],
-        ..Config::default()
-    };
-    let repo = Repo {
-        root,
-        config,
-        state: InstallState::default(),
-    };
-    (dir, repo)
-}
-
-fn env<'a>(home: &Path, repo: &'a Repo, user_scope: bool) -> Env<'a> {
-    Env {
-        ctx: Context {
-            root: &repo.root,
-            config: &repo.config,
-            server: repo.config.server().unwrap(),
-            home: home.to_path_buf(),
-            user_scope,
-        },
-        installed: &|_| None,
-        symlinks: true,
-    }
-}
 
 #[test]
 fn pending_lists_what_applies_and_writes_nothing() {

@@ -183,14 +183,16 @@ pub fn pending_in(env: &Env, migrations: &[&Migration]) -> anyhow::Result<Vec<St
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::path::Path;
 
     use super::*;
     use crate::config::Config;
     use crate::engine::state::InstallState;
 
-    fn world(files: &[(&str, &str)]) -> (tempfile::TempDir, Repo) {
+    /// A repository under a temp dir holding `files` (paths from the dir: `repo/...`, `home/...`),
+    /// set up for Claude Code and Kimi. The agents' migration tests share it.
+    pub(crate) fn world(files: &[(&str, &str)]) -> (tempfile::TempDir, Repo) {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("repo");
         std::fs::create_dir_all(root.join(".git")).unwrap();
@@ -211,7 +213,7 @@ mod tests {
         (dir, repo)
     }
 
-    fn env<'a>(home: &Path, repo: &'a Repo, user_scope: bool) -> Env<'a> {
+    pub(crate) fn env<'a>(home: &Path, repo: &'a Repo, user_scope: bool) -> Env<'a> {
         Env {
             ctx: Context {
                 root: &repo.root,
