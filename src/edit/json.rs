@@ -85,6 +85,7 @@ impl JsonDoc {
                 ));
             }
         }
+        refuse_foreign_whitespace(source, display)?;
         let root = CstRootNode::parse(source, &dialect.options()).map_err(refuse)?;
         Ok(JsonDoc {
             root,
@@ -172,8 +173,39 @@ impl JsonDoc {
     /// Inserts `key` as the first member of the root object when it is missing.
     pub fn ensure_first(&mut self, key: &str, value: &Value) {
         let object = self.root_object();
-        if object.get(key).is_none() {
-            object.insert(0, key, input(value));
+        if object.get(key).is_some() {
+            return;
+        }
+        let text = self.to_text();
+        match comment_after_open_brace(&text) {
+            // The syntax tree would put the member between the brace and the comment that
+            // follows it on its line, and then take that comment away with the member. The
+            // member goes on its own line below the comment instead.
+            Some(line_end) => {
+                let indent = member_indent(&text).unwrap_or("  ");
+                let eol = if text[line_end..].starts_with('\r') {
+                    "\r\n"
+                } else {
+                    "\n"
+                };
+                let member = format!(
+                    "{eol}{indent}{}: {},",
+                    Value::String(key.to_owned()),
+                    serde_json::to_string(value).expect("a JSON value serializes")
+                );
+                let mut edited = text.clone();
+                edited.insert_str(line_end, &member);
+                // Trailing comma before `}` when the object was empty: JSONC allows it, and
+                // this branch only runs where comments are allowed, which is JSONC.
+                if let Ok(root) = CstRootNode::parse(&edited, &Dialect::Jsonc.options()) {
+                    self.root = root;
+                    return;
+                }
+                object.insert(0, key, input(value));
+            }
+            None => {
+                object.insert(0, key, input(value));
+            }
         }
     }
 
@@ -272,6 +304,74 @@ impl JsonDoc {
         }
         self.prune_empty(path, prune);
     }
+}
+
+/// Where a member can go on a line of its own below the comments that follow the root object's
+/// `{` on its line (a block comment may run over several lines): the offset of the end of the
+/// comments' last line. `None` when no comment follows the brace, or a member shares its line.
+fn comment_after_open_brace(text: &str) -> Option<usize> {
+    let mut at = text.find('{')? + 1;
+    let mut saw_comment = false;
+    loop {
+        let rest = &text[at..];
+        let blank = rest.len() - rest.trim_start_matches([' ', '\t', '\r']).len();
+        at += blank;
+        let rest = &text[at..];
+        if rest.starts_with("//") {
+            saw_comment = true;
+            at += rest.find('\n')?;
+        } else if rest.starts_with("/*") {
+            saw_comment = true;
+            at += rest.find("*/")? + 2;
+        } else if rest.starts_with('\n') && saw_comment {
+            let line_end = at;
+            return Some(if text[..line_end].ends_with('\r') {
+                line_end - 1
+            } else {
+                line_end
+            });
+        } else {
+            return None;
+        }
+    }
+}
+
+/// The indentation of the root object's first member, when it stands on a line of its own.
+fn member_indent(text: &str) -> Option<&str> {
+    let brace = text.find('{')?;
+    let next_line = &text[brace + text[brace..].find('\n')? + 1..];
+    let indent = &next_line[..next_line.len() - next_line.trim_start_matches([' ', '\t']).len()];
+    (!indent.is_empty()).then_some(indent)
+}
+
+/// JSON's whitespace is space, tab, line feed and carriage return. The parser also skips the
+/// Unicode spaces (U+2028, U+00A0 and the like): `JSON.parse` refuses them in strict files, and
+/// in JSONC the syntax tree does not keep them where they stand when it lays out an edit.
+fn refuse_foreign_whitespace(text: &str, display: &str) -> Result<(), Refusal> {
+    let mut in_string = false;
+    let mut escaped = false;
+    for (offset, c) in text.char_indices() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+        } else if c.is_whitespace() && !matches!(c, ' ' | '\t' | '\n' | '\r') {
+            let (line, col) = line_col(text, offset);
+            return Err(Refusal::at(
+                display,
+                line,
+                col,
+                format!("U+{:04X} is not whitespace in JSON", c as u32),
+                "replace it with a space or a line break, then run memloop again",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Agents read the last of two equal keys, memloop's editor the first: a file with one is
@@ -412,6 +512,40 @@ mod tests {
         assert!(edited.contains("\"mcp\": {"));
         doc.remove(&path(&["mcp", "memory"]), &always);
         assert_eq!(doc.to_text(), original);
+    }
+
+    #[test]
+    fn a_first_member_goes_below_a_comment_on_the_brace_line_and_comes_off_again() {
+        for original in [
+            "{//\n \"mcpServers\": {}\n}\n",
+            "{ // note\r\n  \"a\": 1\r\n}\r\n",
+            "{/* one\n two */\n\t\"a\": 1\n}\n",
+            "{ // only a comment\n}\n",
+        ] {
+            let mut doc = JsonDoc::parse(original, Dialect::Jsonc, "f").unwrap();
+            doc.ensure_first("$schema", &json!("https://example.test/s.json"));
+            let edited = doc.to_text();
+            let comment_line = original.lines().next().unwrap().trim_end_matches('\r');
+            assert!(
+                edited.starts_with(comment_line),
+                "the comment keeps the brace's line in {edited:?}"
+            );
+            assert!(edited.contains("\"$schema\": \"https://example.test/s.json\""));
+            doc.remove(&path(&["$schema"]), &|_| false);
+            assert_eq!(doc.to_text(), original);
+        }
+    }
+
+    #[test]
+    fn unicode_spaces_outside_strings_are_refused_where_they_stand() {
+        for dialect in [Dialect::Strict, Dialect::Jsonc] {
+            let err = JsonDoc::parse("{\n  \"a\":\u{2028}1\n}", dialect, "f.json").unwrap_err();
+            let text = err.to_string();
+            assert!(text.contains("f.json:2:7"), "{text}");
+            assert!(text.contains("U+2028"), "{text}");
+        }
+        let inside = JsonDoc::parse("{\"a\": \"x\u{00a0}\\\"\u{2028}\"}", Dialect::Strict, "f");
+        assert!(inside.is_ok(), "inside a string they are text");
     }
 
     #[test]

@@ -453,24 +453,56 @@ fn layout_only(original: &[u8], got: &[u8]) -> bool {
     original != got && without_layout(original) == without_layout(got)
 }
 
-/// The bytes without whitespace outside strings.
+/// The bytes without whitespace outside strings and comments (a quote inside a comment starts
+/// no string).
 fn without_layout(bytes: &[u8]) -> Vec<u8> {
+    enum In {
+        Code,
+        String {
+            escaped: bool,
+        },
+        LineComment,
+        /// Opened at this byte (its `/`).
+        BlockComment(usize),
+    }
     let mut out = Vec::with_capacity(bytes.len());
-    let (mut in_string, mut escaped) = (false, false);
-    for &byte in bytes {
-        if in_string {
-            out.push(byte);
-            match (escaped, byte) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
+    let mut state = In::Code;
+    for (at, &byte) in bytes.iter().enumerate() {
+        let next = bytes.get(at + 1).copied();
+        match state {
+            In::String { escaped } => {
+                out.push(byte);
+                state = match (escaped, byte) {
+                    (true, _) => In::String { escaped: false },
+                    (false, b'\\') => In::String { escaped: true },
+                    (false, b'"') => In::Code,
+                    _ => In::String { escaped: false },
+                };
             }
-        } else if byte == b'"' {
-            in_string = true;
-            out.push(byte);
-        } else if !byte.is_ascii_whitespace() {
-            out.push(byte);
+            In::LineComment => {
+                if byte == b'\n' {
+                    state = In::Code;
+                } else if byte != b'\r' {
+                    out.push(byte);
+                }
+            }
+            In::BlockComment(opened) => {
+                out.push(byte);
+                if byte == b'/' && at >= opened + 3 && bytes[at - 1] == b'*' {
+                    state = In::Code;
+                }
+            }
+            In::Code => {
+                match (byte, next) {
+                    (b'"', _) => state = In::String { escaped: false },
+                    (b'/', Some(b'/')) => state = In::LineComment,
+                    (b'/', Some(b'*')) => state = In::BlockComment(at),
+                    _ => {}
+                }
+                if !byte.is_ascii_whitespace() {
+                    out.push(byte);
+                }
+            }
         }
     }
     out
