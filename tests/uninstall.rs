@@ -89,6 +89,29 @@ fn later_edits_are_kept_and_only_memloops_fragments_go() {
 }
 
 #[test]
+fn a_file_rewritten_by_the_user_then_synced_comes_back_as_the_user_left_it() {
+    let repo = Repo::new();
+    repo.write("opencode.json", "{\n  \"theme\": \"dark\"\n}\n");
+    repo.memloop(&["init", "--yes", "--agents", "opencode"]);
+
+    // The user replaces the file wholesale (another tool, a checkout); sync puts memloop's
+    // entries back into the new file. The bytes from before the first install are stale now.
+    repo.write("opencode.json", "{\n  \"model\": \"local/qwen\"\n}\n");
+    repo.memloop(&["sync"]);
+    // And a file deleted since memloop wrote it stays deleted after uninstall.
+    std::fs::remove_file(repo.root.join("AGENTS.md")).unwrap();
+    repo.write("CLAUDE.md", "# Rewritten\n");
+    repo.memloop(&["sync"]);
+
+    repo.memloop(&["uninstall", "--yes"]);
+    assert_eq!(
+        repo.read("opencode.json"),
+        "{\n  \"model\": \"local/qwen\"\n}\n"
+    );
+    assert_eq!(repo.read("CLAUDE.md"), "# Rewritten\n");
+}
+
+#[test]
 fn user_scope_files_need_consent_to_be_removed() {
     let repo = Repo::new();
     repo.memloop(&["init", "--yes", "--agents", "kimi", "--user-scope"]);

@@ -133,7 +133,16 @@ pub fn apply(changes: &[Change], state: &mut InstallState) -> anyhow::Result<()>
         done.push(change);
     }
     for change in done {
-        state.record(&change.write_path, &change.before, &change.after);
+        let path = &change.write_path;
+        if let Some(original) = state.original(path)
+            && !state.unchanged_since_write(path, &change.before)
+        {
+            state.rebase(
+                path,
+                super::rebased_original(&change.target, &change.before, Some(original)),
+            );
+        }
+        state.record(path, &change.before, &change.after);
     }
     Ok(())
 }

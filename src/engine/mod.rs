@@ -121,20 +121,10 @@ fn plan_one(
     originals: Originals,
 ) -> Result<Change, PlanError> {
     let display = target.display.as_str();
-    if let Desired::Symlink { target: link } = &target.desired {
+    if let Desired::Symlink { .. } = &target.desired {
         place::confine(root, &target.path, target.scope, display, true)?;
         let before = read(&target.path, display)?;
-        let after = match mode {
-            Mode::Install => Content::Link {
-                target: link.clone(),
-            },
-            Mode::Remove => match &before {
-                Content::Link { target: current } if current == link => {
-                    originals(&target.path).unwrap_or(Content::Missing)
-                }
-                _ => before.clone(),
-            },
-        };
+        let after = planned(target, &before, mode, originals(&target.path))?;
         return Ok(Change {
             target: target.clone(),
             write_path: target.path.clone(),
@@ -150,12 +140,38 @@ fn plan_one(
     {
         before = settled(&write_path, display, before, *format)?;
     }
-    let original = originals(&write_path);
-    let after = match (&target.desired, mode) {
+    let after = planned(target, &before, mode, originals(&write_path))?;
+    Ok(Change {
+        target: target.clone(),
+        write_path,
+        before,
+        after,
+    })
+}
+
+/// What `target` holds after `mode` when it holds `before` now; `original` is what it held
+/// before memloop first touched it, when this machine knows.
+fn planned(
+    target: &Target,
+    before: &Content,
+    mode: Mode,
+    original: Option<Content>,
+) -> Result<Content, PlanError> {
+    let display = target.display.as_str();
+    Ok(match (&target.desired, mode) {
+        (Desired::Symlink { target: link }, Mode::Install) => Content::Link {
+            target: link.clone(),
+        },
+        (Desired::Symlink { target: link }, Mode::Remove) => match before {
+            Content::Link { target: current } if current == link => {
+                original.unwrap_or(Content::Missing)
+            }
+            _ => before.clone(),
+        },
         (Desired::Whole { content }, Mode::Install) => Content::File {
             text: content.clone(),
         },
-        (Desired::Whole { content }, Mode::Remove) => match &before {
+        (Desired::Whole { content }, Mode::Remove) => match before {
             Content::File { text } if text == content => original.unwrap_or(Content::Missing),
             _ => before.clone(),
         },
@@ -172,7 +188,7 @@ fn plan_one(
                 original_view.as_ref(),
             )?;
             validate(&edited, *format, display)?;
-            let gone = before == Content::Missing
+            let gone = *before == Content::Missing
                 || match &original {
                     Some(Content::Missing) => is_empty(&edited, *format),
                     Some(_) => false,
@@ -183,7 +199,7 @@ fn plan_one(
             if mode == Mode::Remove && gone {
                 Content::Missing
             } else {
-                let encoding = if before == Content::Missing {
+                let encoding = if *before == Content::Missing {
                     Encoding::default()
                 } else {
                     encoding
@@ -194,14 +210,14 @@ fn plan_one(
                 }
             }
         }
-        (Desired::Symlink { .. }, _) => unreachable!("handled above"),
-    };
-    Ok(Change {
-        target: target.clone(),
-        write_path,
-        before,
-        after,
     })
+}
+
+/// What the file held before memloop, once the user changed it after memloop's last write:
+/// what an uninstall would leave of `current`, given what was known before. Restoring the
+/// first install's bytes instead would throw the user's later edits away.
+pub fn rebased_original(target: &Target, current: &Content, original: Option<Content>) -> Content {
+    planned(target, current, Mode::Remove, original).unwrap_or_else(|_| current.clone())
 }
 
 /// Reads a path without following a final symlink. Anything but a regular file, a symlink or

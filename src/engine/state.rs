@@ -93,6 +93,13 @@ impl InstallState {
             });
     }
 
+    /// Replaces what `path` is known to have held before memloop.
+    pub fn rebase(&mut self, path: &Path, original: Content) {
+        if let Some(record) = self.files.get_mut(path) {
+            record.original = original;
+        }
+    }
+
     /// Notes what uninstall left at `path`: nothing of memloop's is there any more.
     pub fn release(&mut self, path: &Path, left: &Content) {
         self.files.remove(path);
