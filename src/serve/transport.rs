@@ -332,7 +332,11 @@ pub struct LineTransport<R, W> {
     line: Vec<u8>,
     oversize: Option<Oversize>,
     write: Arc<Mutex<Writer<W>>>,
-    /// Replies queued by `receive` and not yet flushed.
+    /// Answers `receive` made itself, not yet written. They wait here rather than in a local:
+    /// the service polls `receive` inside a `select!`, and an answer held across an `.await`
+    /// that gets cancelled would be lost, leaving its request unanswered.
+    unsent: Vec<TxJsonRpcMessage<RoleServer>>,
+    /// Answers taken from `unsent` into the writer and not yet flushed.
     replies_pending: bool,
     /// Requests handed to the server and not answered yet: at the end of input the transport
     /// waits for their answers, since the server stops its handlers once `receive` ends.
@@ -358,6 +362,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> LineTransport<R, W> {
                 out: write,
                 queued: Vec::new(),
             })),
+            unsent: Vec::new(),
             replies_pending: false,
             in_flight: Arc::default(),
         }
@@ -378,32 +383,38 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> LineTransport<R, W> {
         .await;
     }
 
-    async fn reply(&mut self, message: &TxJsonRpcMessage<RoleServer>) -> bool {
+    /// Keeps an answer to write before the next line is read.
+    fn reply(&mut self, message: TxJsonRpcMessage<RoleServer>) {
+        self.unsent.push(message);
+    }
+
+    /// Writes the answers kept by [`Self::reply`]. Cancel-safe: an answer leaves `unsent` only
+    /// into the writer's queue, under its lock, with no `.await` in between.
+    async fn write_replies(&mut self) -> std::io::Result<()> {
+        if self.unsent.is_empty() && !self.replies_pending {
+            return Ok(());
+        }
         let mut write = self.write.lock().await;
-        if write.queue(message).is_err() {
-            return false;
+        for message in self.unsent.drain(..) {
+            write.queue(&message)?;
         }
         self.replies_pending = true;
-        true
+        write.flush().await?;
+        self.replies_pending = false;
+        Ok(())
     }
 
     /// The next complete line in `self.line`, `None` at the end of input. An oversize line is
     /// answered and skipped here. Cancel-safe: progress lives on `self`.
     async fn next_line(&mut self) -> Option<()> {
         loop {
-            if self.replies_pending {
-                self.write.lock().await.flush().await.ok()?;
-                self.replies_pending = false;
-            }
+            self.write_replies().await.ok()?;
             let available = self.read.fill_buf().await.ok()?;
             if available.is_empty() {
                 // A last line without its newline is still a line.
                 if let Some(skipped) = self.oversize.take() {
-                    let answer = oversize(&skipped.head, &skipped.tail, skipped.len);
-                    if self.reply(&answer).await {
-                        continue;
-                    }
-                    return None;
+                    self.reply(oversize(&skipped.head, &skipped.tail, skipped.len));
+                    continue;
                 }
                 if !self.line.is_empty() {
                     return Some(());
@@ -438,12 +449,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> LineTransport<R, W> {
                 continue;
             }
             match self.oversize.take() {
-                Some(skipped) => {
-                    let answer = oversize(&skipped.head, &skipped.tail, skipped.len);
-                    if !self.reply(&answer).await {
-                        return None;
-                    }
-                }
+                Some(skipped) => self.reply(oversize(&skipped.head, &skipped.tail, skipped.len)),
                 None => return Some(()),
             }
         }
@@ -497,11 +503,7 @@ where
                     }
                     return Some(*message);
                 }
-                Incoming::Reply(answer) => {
-                    if !self.reply(&answer).await {
-                        return None;
-                    }
-                }
+                Incoming::Reply(answer) => self.reply(*answer),
                 Incoming::Skip => {}
             }
         }
