@@ -16,8 +16,8 @@ pub enum Syntax {
     Dollar,
     /// `{env:VAR}` (and `{file:path}`): OpenCode.
     Opencode,
-    /// Kimi Code expands nothing in `mcp.json`.
-    Kimi,
+    /// Values are read as written: Kimi Code's `mcp.json`, Codex's `config.toml`.
+    Verbatim,
 }
 
 /// Header and environment names that carry credentials.
@@ -124,7 +124,7 @@ pub fn is_reference(value: &str, syntax: Syntax) -> bool {
             }
             rest
         }
-        Syntax::Kimi => return false,
+        Syntax::Verbatim => return false,
     };
     let word = stripped.trim();
     word.is_empty() || ["bearer", "basic", "token"].contains(&word.to_ascii_lowercase().as_str())
@@ -247,8 +247,8 @@ mod tests {
         }
         assert!(in_url("https://u:{env:P}@host", Syntax::Opencode).is_none());
         // Kimi expands neither, but a reference is no credential.
-        assert!(in_url("https://u:${P}@host", Syntax::Kimi).is_none());
-        assert!(in_url("https://u:p4ss@host", Syntax::Kimi).is_some());
+        assert!(in_url("https://u:${P}@host", Syntax::Verbatim).is_none());
+        assert!(in_url("https://u:p4ss@host", Syntax::Verbatim).is_some());
     }
 
     #[test]
@@ -288,6 +288,6 @@ mod tests {
         assert!(!is_reference("Bearer {env:T}", Syntax::Dollar));
         assert!(is_reference("Bearer {env:T}", Syntax::Opencode));
         assert!(!is_reference("x${T}", Syntax::Dollar));
-        assert!(!is_reference("${T}", Syntax::Kimi));
+        assert!(!is_reference("${T}", Syntax::Verbatim));
     }
 }

@@ -223,7 +223,7 @@ fn scan_file(d: &mut Doctor, spec: &McpFile, file: &JsonFile) {
                 let how = match syntax {
                     Syntax::Dollar => format!("write \"{key}\": \"Bearer ${{TOKEN_VAR}}\" and export TOKEN_VAR"),
                     Syntax::Opencode => format!("write \"{key}\": \"Bearer {{env:TOKEN_VAR}}\" and export TOKEN_VAR"),
-                    Syntax::Kimi => "remove it; use \"bearerTokenEnvVar\": \"TOKEN_VAR\" (Kimi reads no variables in headers) or let the server inherit the variable".into(),
+                    Syntax::Verbatim => "remove it; use \"bearerTokenEnvVar\": \"TOKEN_VAR\" (Kimi reads no variables in headers) or let the server inherit the variable".into(),
                 };
                 d.push(
                     Finding::error(
@@ -260,7 +260,7 @@ fn scan_file(d: &mut Doctor, spec: &McpFile, file: &JsonFile) {
                     Syntax::Opencode => {
                         "drop it from the URL and send it as a header: \"headers\": { \"Authorization\": \"Bearer {env:TOKEN_VAR}\" }, and export TOKEN_VAR"
                     }
-                    Syntax::Kimi => {
+                    Syntax::Verbatim => {
                         "drop it from the URL and use \"bearerTokenEnvVar\": \"TOKEN_VAR\" (Kimi reads no variables in mcp.json), and export TOKEN_VAR"
                     }
                 },
@@ -270,7 +270,7 @@ fn scan_file(d: &mut Doctor, spec: &McpFile, file: &JsonFile) {
                 (Syntax::Opencode, _) => {
                     "let the server read it from its environment: \"environment\": { \"TOKEN_VAR\": \"{env:TOKEN_VAR}\" }, or write the argument as {env:TOKEN_VAR}; export TOKEN_VAR"
                 }
-                (Syntax::Kimi, _) => {
+                (Syntax::Verbatim, _) => {
                     "remove it from the command line: Kimi Code passes its own environment to the server, so export the variable the server reads"
                 }
             };

@@ -136,6 +136,7 @@ fn project_config(d: &mut Doctor) {
                 .fix("use source = \"local\" (or name the variable alone: env_vars = [\"NAME\"])"),
             );
         }
+        secrets(d, &text, name, server);
         if server.contains_key("command") && server.contains_key("url") {
             d.push(
                 Finding::error(
@@ -147,6 +148,103 @@ fn project_config(d: &mut Doctor) {
                 .fix("keep one of them"),
             );
         }
+    }
+}
+
+/// A literal credential in the committed `.codex/config.toml` lands in git history. Codex reads
+/// every value as written, so a `${VAR}` there is sent as those characters: no leak, but no
+/// credential either.
+fn secrets(d: &mut Doctor, text: &str, name: &str, server: &dyn toml_edit::TableLike) {
+    use crate::secrets::{Syntax, in_args, in_command, in_url, is_secret_name, looks_like_token};
+    let at = |needle: &str| crate::doctor::locate::line_containing(text, needle);
+    let mut found = 0;
+    for (map, instead) in [
+        (
+            "http_headers",
+            "take it from the environment: bearer_token_env_var = \"TOKEN_VAR\" for `Authorization: Bearer`, or env_http_headers = { HEADER = \"TOKEN_VAR\" }",
+        ),
+        (
+            "env",
+            "pass it from the environment instead: env_vars = [\"TOKEN_VAR\"]",
+        ),
+    ] {
+        let Some(entries) = server.get(map).and_then(Item::as_table_like) else {
+            continue;
+        };
+        for (key, value) in entries.iter() {
+            let Some(value) = value.as_str().filter(|v| !v.is_empty()) else {
+                continue;
+            };
+            if !(is_secret_name(key) || looks_like_token(value)) {
+                continue;
+            }
+            found += 1;
+            let path = format!("mcp_servers.{name}.{map}.{key}");
+            let finding = if value.contains("${") {
+                Finding::warning(
+                    AGENT,
+                    "secrets",
+                    format!(
+                        "{path} is {value:?}: Codex reads no variables and sends it as written"
+                    ),
+                )
+                .fix(instead)
+            } else {
+                Finding::error(
+                    AGENT,
+                    "secrets",
+                    format!("{path} holds a literal credential in a committed file"),
+                )
+                .fix(format!(
+                    "{instead}; then rotate the credential, it is in git history"
+                ))
+            };
+            d.push(finding.at(PROJECT_CONFIG, at(value)));
+        }
+    }
+    let args: Vec<String> = server
+        .get("args")
+        .and_then(Item::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .map(|v| v.as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let leaks = [
+        server
+            .get("url")
+            .and_then(Item::as_str)
+            .and_then(|url| Some(("url", url.to_owned(), in_url(url, Syntax::Verbatim)?))),
+        server
+            .get("command")
+            .and_then(Item::as_str)
+            .and_then(|c| Some(("command", c.to_owned(), in_command(c, Syntax::Verbatim)?))),
+        in_args(&args, Syntax::Verbatim)
+            .map(|(index, problem)| ("args", args[index].clone(), problem)),
+    ];
+    for (key, value, problem) in leaks.into_iter().flatten() {
+        found += 1;
+        d.push(
+            Finding::error(
+                AGENT,
+                "secrets",
+                format!("mcp_servers.{name}.{key} holds {problem} in a committed file"),
+            )
+            .at(PROJECT_CONFIG, at(&value))
+            .fix("let the server read it from its environment (env_vars = [\"TOKEN_VAR\"]) or send it as a header through bearer_token_env_var; then rotate the credential, it is in git history"),
+        );
+    }
+    if found == 0 {
+        d.push(
+            Finding::ok(
+                AGENT,
+                "secrets",
+                format!("mcp_servers.{name}: no literal credentials"),
+            )
+            .file(PROJECT_CONFIG),
+        );
     }
 }
 

@@ -60,7 +60,7 @@ impl super::agent::Agent for Kimi {
         &[McpFile {
             agent: AgentId::Kimi,
             name: ".kimi-code/mcp.json",
-            syntax: Syntax::Kimi,
+            syntax: Syntax::Verbatim,
             dialect: Dialect::Strict,
             servers: "mcpServers",
             maps: &["headers", "env"],
