@@ -25,6 +25,8 @@ pub enum Command {
     Upgrade(crate::commands::upgrade::UpgradeArgs),
     /// Remove exactly what memloop owns; nothing else changes.
     Uninstall(crate::commands::uninstall::UninstallArgs),
+    /// Give this repository the per-machine approvals the enabled agents need (shown first, with consent); --revoke takes them back.
+    Trust(crate::commands::trust::TrustArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
     /// The Stop gate the agents call (stop, record).
@@ -69,6 +71,7 @@ pub fn main() -> ExitCode {
             );
             Ok(ExitCode::SUCCESS)
         }
+        Command::Trust(args) => crate::commands::trust::run(args),
         Command::Upgrade(args) => crate::commands::upgrade::run(args),
         Command::Uninstall(args) => crate::commands::uninstall::run(args),
         Command::Hook(args) => crate::gate::run(args, &|id| crate::agents::of(id).gate()),

@@ -52,6 +52,7 @@ impl Repo {
             server: self.config.server()?,
             home: crate::files::home_dir()?,
             user_scope: user_scope || self.state.user_scope,
+            trusted: self.state.trusted,
         })
     }
 }
@@ -64,9 +65,18 @@ pub struct Context<'a> {
     pub home: PathBuf,
     /// Whether files outside the repository (the user's agent config) may be written.
     pub user_scope: bool,
+    /// Whether the user gave this repository the agents' per-machine trust (`memloop trust`):
+    /// sync then keeps those entries current.
+    pub trusted: bool,
 }
 
 impl Context<'_> {
+    /// The same view with the agents' per-machine trust included (`memloop trust`, uninstall).
+    pub fn trusting(mut self) -> Self {
+        self.trusted = true;
+        self
+    }
+
     pub fn enabled(&self, agent: AgentId) -> bool {
         self.config.agents.contains(&agent)
     }

@@ -47,8 +47,9 @@ fn init_on_a_terminal_with(keys: &str, files: &[(&str, &str)]) -> (String, tempf
 #[test]
 fn prompts_become_the_desired_state() {
     // Agents (all pre-selected, none being installed): go down and untoggle opencode; then a URL
-    // server and its name, the import layout, and yes to writing Kimi's user config.
-    let keys = "\x1b[B \r\x1b[B\rhttps://memory.example.test/mcp\rteam\r\x1b[B\ry";
+    // server and its name, the import layout, yes to writing Kimi's user config, and yes to
+    // the trust entries shown at the end.
+    let keys = "\x1b[B \r\x1b[B\rhttps://memory.example.test/mcp\rteam\r\x1b[B\ryy";
     let (screen, temp) = init_on_a_terminal(keys);
     assert!(
         screen.contains("Which agents should use the memory loop?"),
@@ -70,12 +71,18 @@ fn prompts_become_the_desired_state() {
         hooks.contains("command = \"memloop hook stop --agent kimi\""),
         "{hooks}"
     );
+    assert!(
+        screen.contains("only once it is trusted on this machine"),
+        "{screen}"
+    );
+    let codex = std::fs::read_to_string(temp.path().join("home/.codex/config.toml")).unwrap();
+    assert!(codex.contains("trust_level = \"trusted\""), "{codex}");
 }
 
 #[test]
 fn declining_user_scope_writes_only_the_repository() {
-    // Untoggle claude and opencode: kimi alone.
-    let (screen, temp) = init_on_a_terminal(" \x1b[B \x1b[B\r\r\r\rn");
+    // Untoggle claude and opencode: kimi and codex; no to Kimi's user config and to trust.
+    let (screen, temp) = init_on_a_terminal(" \x1b[B \x1b[B\r\r\r\rnn");
     assert!(
         screen.contains("skipped: Kimi's Stop hook lives in your user config"),
         "{screen}"
@@ -86,14 +93,19 @@ fn declining_user_scope_writes_only_the_repository() {
 
 #[test]
 fn enter_alone_sets_up_every_agent_when_none_is_found() {
-    // Agents, server, name and layout by Enter; no to Kimi's user config.
-    let (screen, temp) = init_on_a_terminal("\r\r\r\rn");
+    // Agents, server, name and layout by Enter; no to Kimi's user config and to trust.
+    let (screen, temp) = init_on_a_terminal("\r\r\r\rnn");
     let config = std::fs::read_to_string(temp.path().join("repo/memloop.toml"))
         .unwrap_or_else(|_| panic!("no memloop.toml:\n{screen}"));
     assert!(
         config.contains("agents = [\"claude\", \"opencode\", \"kimi\", \"codex\"]"),
         "{config}"
     );
+    assert!(
+        screen.contains("run `memloop trust` when you want them"),
+        "{screen}"
+    );
+    assert!(!temp.path().join("home/.codex").exists());
 }
 
 #[test]

@@ -160,6 +160,7 @@ fn try_plan(
         server: config.server().unwrap(),
         home: root.join("home"),
         user_scope: false,
+        trusted: false,
     };
     let wanted = agents::wanted(&ctx).unwrap();
     let originals = |path: &Path| state.original(path);

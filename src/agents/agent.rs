@@ -49,4 +49,12 @@ pub trait Agent: Sync {
 
     /// What `memloop upgrade` migrates in this agent's files, in the order it runs.
     fn migrations(&self) -> &'static [Migration];
+
+    /// The per-machine approvals this agent needs before it loads the repository's entries
+    /// (project trust, folder trust, server approval): files outside the repository
+    /// (`Scope::User`), written only by `memloop trust` (or `init --trust`) and kept current by
+    /// sync once given. Each agent builds them in its own `trust.rs`; none needed: empty.
+    fn trust(&self, _ctx: &Context) -> anyhow::Result<Vec<Target>> {
+        Ok(Vec::new())
+    }
 }

@@ -56,11 +56,23 @@ pub fn wanted(ctx: &Context) -> anyhow::Result<Wanted> {
     for agent in enabled(ctx) {
         targets.extend(agent.targets(ctx, &mut skipped)?);
     }
+    if ctx.trusted {
+        targets.extend(trust(ctx)?);
+    }
     Ok(Wanted {
         targets,
         skipped,
         removed: Vec::new(),
     })
+}
+
+/// The per-machine trust entries of the enabled agents (`memloop trust`), in `AgentId::ALL` order.
+pub fn trust(ctx: &Context) -> anyhow::Result<Vec<Target>> {
+    let mut targets = Vec::new();
+    for agent in enabled(ctx) {
+        targets.extend(agent.trust(ctx)?);
+    }
+    Ok(targets)
 }
 
 /// The files of agents memloop.toml no longer names, whose fragments sync takes back: each
@@ -79,6 +91,9 @@ pub fn unwanted(ctx: &Context, wanted: &[Target]) -> anyhow::Result<Vec<Target>>
     for agent in &removed {
         let found = of(*agent).targets(ctx, &mut Vec::new());
         targets.extend(found.unwrap_or_default());
+        if ctx.trusted {
+            targets.extend(of(*agent).trust(ctx).unwrap_or_default());
+        }
     }
     // Claude Code reads CLAUDE.md; every other agent reads AGENTS.md.
     if ctx.config.agents.iter().all(|a| *a == AgentId::Claude) {

@@ -39,9 +39,12 @@ pub struct InitArgs {
     /// How AGENTS.md shares the rules with CLAUDE.md.
     #[arg(long, value_enum)]
     pub layout: Option<LayoutArg>,
-    /// Allow writing the agents' user config outside the repository (Kimi's Stop hook, Codex's trust entries).
+    /// Allow writing the agents' user config outside the repository (Kimi's Stop hook).
     #[arg(long)]
     pub user_scope: bool,
+    /// Also give this repository the per-machine approvals the agents need (`memloop trust --yes`).
+    #[arg(long)]
+    pub trust: bool,
     /// Print what would be written and write nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -93,7 +96,7 @@ pub fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
     } else {
         bail!(
             "memloop init needs answers and there is no terminal to ask: pass --yes, with --agents <list> \
-             (and --url, --command or --preset for a server other than the embedded one, --layout, --user-scope)"
+             (and --url, --command or --preset for a server other than the embedded one, --layout, --user-scope, --trust)"
         );
     };
     config
@@ -174,6 +177,10 @@ pub fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
         repo.state = InstallState::load(&root)?;
     }
     let code = sync(&mut repo, &sync_args, "init", &config_file)?;
+    if code == ExitCode::SUCCESS && (!args.dry_run || args.trust) {
+        let may_ask = !args.yes && interactive();
+        super::trust::offer(&mut repo, args.trust, may_ask, args.dry_run)?;
+    }
     if code == ExitCode::SUCCESS && !args.dry_run {
         if which::which("memloop").is_err() {
             // Typical after `npx memloop init`: the hooks and the server need memloop on PATH.

@@ -5,6 +5,7 @@ pub mod doctor;
 pub mod init;
 pub mod memory;
 pub mod sync;
+pub mod trust;
 pub mod uninstall;
 pub mod upgrade;
 
@@ -27,7 +28,11 @@ impl Repo {
     /// back the fragments of agents memloop.toml no longer names (their paths are in
     /// `Wanted::removed`).
     pub fn plan(&self, mode: Mode, user_scope: bool) -> Result<(Vec<Change>, Wanted), PlanError> {
-        let ctx = self.context(user_scope)?;
+        let mut ctx = self.context(user_scope)?;
+        // Taking everything back (uninstall) takes back the trust entries too.
+        if mode == Mode::Remove && user_scope {
+            ctx = ctx.trusting();
+        }
         let mut wanted = agents::wanted(&ctx)?;
         let originals = |path: &Path| self.state.original(path);
         let mut changes = engine::plan(&self.root, &wanted.targets, mode, &originals)?;

@@ -79,6 +79,7 @@ pub fn run(args: UninstallArgs) -> anyhow::Result<ExitCode> {
     remove_created_dirs(&mut repo.state);
     if kept.is_empty() {
         repo.state.user_scope = false;
+        repo.state.trusted = false;
     }
     repo.state.save(&repo.root)?;
     println!("memloop uninstall: {}", repo.root.display());

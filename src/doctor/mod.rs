@@ -170,6 +170,16 @@ impl Doctor<'_> {
         }
     }
 
+    /// The fix of a missing or stale per-machine trust entry: `memloop trust` writes it with the
+    /// user's consent; once given, sync keeps it current (what `--fix` acts on).
+    pub fn by_trust(&self, finding: Finding) -> Finding {
+        if self.repo.state.trusted {
+            finding.by_sync("memloop sync")
+        } else {
+            finding.fix("run `memloop trust` (it shows what it writes and asks first)")
+        }
+    }
+
     pub fn home(&self) -> &std::path::Path {
         &self.ctx.home
     }

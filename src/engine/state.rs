@@ -19,6 +19,9 @@ pub struct InstallState {
     /// The user agreed to let memloop write agent files outside the repository.
     #[serde(default)]
     pub user_scope: bool,
+    /// The user gave this repository the agents' per-machine trust (`memloop trust`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trusted: bool,
     #[serde(default)]
     pub files: BTreeMap<PathBuf, FileRecord>,
     /// Folders memloop created (removed again by uninstall when empty), deepest last.

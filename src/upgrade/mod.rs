@@ -221,6 +221,7 @@ pub(crate) mod tests {
                 server: repo.config.server().unwrap(),
                 home: home.to_path_buf(),
                 user_scope,
+                trusted: false,
             },
             installed: &|_| None,
             symlinks: true,

@@ -199,6 +199,7 @@ impl Scratch {
             server: config.server().map_err(|e| format!("{e:#}"))?,
             home: root.join("home"),
             user_scope: true,
+            trusted: false,
         };
         let wanted = agents::wanted(&ctx).map_err(|e| format!("{e:#}"))?;
         let installer = wanted

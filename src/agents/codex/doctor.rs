@@ -264,7 +264,6 @@ fn user_config(d: &mut Doctor, path: &Path, agent: &crate::doctor::Agent) {
         return;
     };
     let root = trusted_root(&d.repo.root);
-    let sync = d.sync_command(true);
     let project = root.display().to_string();
     let trusted = doc
         .get("projects")
@@ -277,15 +276,13 @@ fn user_config(d: &mut Doctor, path: &Path, agent: &crate::doctor::Agent) {
                 .file(shown.clone()),
         );
     } else {
-        d.push(
-            Finding::error(
+        let finding = Finding::error(
                 AGENT,
                 "trust",
                 format!("{project} is not trusted in {shown}: Codex ignores .codex/config.toml and .codex/hooks.json, so neither the memory server nor the Stop gate loads"),
             )
-            .file(shown.clone())
-            .by_sync(sync),
-        );
+            .file(shown.clone());
+        d.push(d.by_trust(finding));
     }
     let hooks_json = d.repo.root.join(HOOKS_JSON);
     if hooks_json.exists() {
@@ -344,15 +341,13 @@ fn user_config(d: &mut Doctor, path: &Path, agent: &crate::doctor::Agent) {
             );
         }
         if let Some(problem) = problem {
-            d.push(
-                Finding::error(
+            let finding = Finding::error(
                     AGENT,
                     "hook-trust",
                     format!("{shown} {problem} ([hooks.state.\"{key}\"]): Codex skips the hook without a word, so the gate never runs"),
                 )
-                .file(shown.clone())
-                .by_sync(sync),
-            );
+                .file(shown.clone());
+            d.push(d.by_trust(finding));
         }
     }
     let features = doc.get("features").and_then(Item::as_table_like);

@@ -44,12 +44,6 @@ impl super::agent::Agent for Codex {
         root.join(".codex").exists()
     }
 
-    fn user_scope_question(&self) -> Option<&'static str> {
-        Some(
-            "Codex loads a project's .codex/ files only once the project and its hook are trusted in your user config (~/.codex/config.toml). Add those trust entries there?",
-        )
-    }
-
     fn targets(&self, ctx: &Context, skipped: &mut Vec<String>) -> anyhow::Result<Vec<Target>> {
         targets(ctx, skipped)
     }
@@ -78,6 +72,10 @@ impl super::agent::Agent for Codex {
     fn migrations(&self) -> &'static [crate::upgrade::Migration] {
         upgrade::MIGRATIONS
     }
+
+    fn trust(&self, ctx: &Context) -> anyhow::Result<Vec<Target>> {
+        Ok(vec![trust::target(ctx)])
+    }
 }
 
 /// Codex's data root: `$CODEX_HOME`, else `~/.codex`.
@@ -92,11 +90,10 @@ pub fn trusted_root(root: &Path) -> PathBuf {
     root.canonicalize().unwrap_or_else(|_| root.to_path_buf())
 }
 
-pub fn targets(ctx: &Context, skipped: &mut Vec<String>) -> anyhow::Result<Vec<Target>> {
+pub fn targets(ctx: &Context, _skipped: &mut Vec<String>) -> anyhow::Result<Vec<Target>> {
     let (config_path, config_display) = ctx.project_target_display(PROJECT_CONFIG);
     let (hooks_path, hooks_display) = ctx.project_target_display(HOOKS_JSON);
-    let group = group_index(&hooks_path);
-    let mut out = vec![
+    let out = vec![
         Target {
             path: config_path,
             display: config_display,
@@ -128,48 +125,7 @@ pub fn targets(ctx: &Context, skipped: &mut Vec<String>) -> anyhow::Result<Vec<T
             note: None,
         },
     ];
-    let user_config = codex_home(&ctx.home).join("config.toml");
-    if ctx.user_scope {
-        out.push(Target {
-            display: ctx.display_user_path(&user_config),
-            path: user_config,
-            scope: Scope::User,
-            agents: vec![AgentId::Codex],
-            desired: Desired::Fragments {
-                format: Format::Toml,
-                fragments: trust_fragments(&trusted_root(ctx.root), group),
-            },
-            note: None,
-        });
-    } else {
-        skipped.push(format!(
-            "Codex loads .codex/ (the MCP server and the Stop gate) only for a project trusted in your user config ({}), outside the repository: run `memloop sync --user-scope` to allow it",
-            ctx.display_user_path(&user_config)
-        ));
-    }
     Ok(out)
-}
-
-/// The user config's entries for the repository at `root` (canonical) whose memloop Stop group
-/// is group `group` of `.codex/hooks.json`.
-pub fn trust_fragments(root: &Path, group: usize) -> Vec<Fragment> {
-    let hooks_json = root.join(HOOKS_JSON);
-    vec![
-        Fragment::TomlTable {
-            path: vec!["projects".into(), root.display().to_string()],
-            fields: vec![("trust_level".into(), EntryValue::String("trusted".into()))],
-            whole: false,
-        },
-        Fragment::TomlTable {
-            path: vec![
-                "hooks".into(),
-                "state".into(),
-                trust::hook_state_key(&hooks_json, "stop", group, 0),
-            ],
-            fields: vec![("trusted_hash".into(), EntryValue::String(hook_hash()))],
-            whole: false,
-        },
-    ]
 }
 
 /// The `trusted_hash` of memloop's Stop handler as `hook_group` writes it.

@@ -1,13 +1,61 @@
-//! Codex's hook trust: `[hooks.state."<key>"] trusted_hash = "sha256:<hex>"` in the user's
-//! config. Codex skips an untrusted or modified hook without a word, so memloop writes the entry
-//! itself and recomputes it on every sync: the key holds the hooks file's path, the hash the
-//! command and its timeout. The recipe is Codex 0.171.0's `command_hook_hash`
-//! (codex-rs/hooks/src/engine/discovery.rs), checked against hashes Codex reported.
+//! Codex's per-machine trust (`memloop trust`), in the user's `$CODEX_HOME/config.toml`: the
+//! project's `[projects."<root>"] trust_level = "trusted"` and the hook's
+//! `[hooks.state."<key>"] trusted_hash = "sha256:<hex>"`. Codex skips an untrusted project's
+//! `.codex/` and an untrusted or modified hook without a word, so memloop writes both entries
+//! once the user agreed, and sync recomputes the hook's on every run: the key holds the hooks
+//! file's path, the hash the command and its timeout. The recipe is Codex 0.171.0's
+//! `command_hook_hash` (codex-rs/hooks/src/engine/discovery.rs), checked against hashes Codex
+//! reported.
 
 use std::path::Path;
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+
+use super::{HOOKS_JSON, codex_home, group_index, hook_hash, trusted_root};
+use crate::config::AgentId;
+use crate::edit::toml::EntryValue;
+use crate::repo::Context;
+use crate::target::{Desired, Format, Fragment, Scope, Target};
+
+/// The user config holding this repository's trust entries.
+pub fn target(ctx: &Context) -> Target {
+    let user_config = codex_home(&ctx.home).join("config.toml");
+    let group = group_index(&ctx.root.join(HOOKS_JSON));
+    Target {
+        display: ctx.display_user_path(&user_config),
+        path: user_config,
+        scope: Scope::User,
+        agents: vec![AgentId::Codex],
+        desired: Desired::Fragments {
+            format: Format::Toml,
+            fragments: fragments(&trusted_root(ctx.root), group),
+        },
+        note: None,
+    }
+}
+
+/// The user config's entries for the repository at `root` (canonical) whose memloop Stop group
+/// is group `group` of `.codex/hooks.json`.
+pub fn fragments(root: &Path, group: usize) -> Vec<Fragment> {
+    let hooks_json = root.join(HOOKS_JSON);
+    vec![
+        Fragment::TomlTable {
+            path: vec!["projects".into(), root.display().to_string()],
+            fields: vec![("trust_level".into(), EntryValue::String("trusted".into()))],
+            whole: false,
+        },
+        Fragment::TomlTable {
+            path: vec![
+                "hooks".into(),
+                "state".into(),
+                hook_state_key(&hooks_json, "stop", group, 0),
+            ],
+            fields: vec![("trusted_hash".into(), EntryValue::String(hook_hash()))],
+            whole: false,
+        },
+    ]
+}
 
 /// The `trusted_hash` of one command hook of `event_label` (`stop`): SHA-256 over the compact
 /// JSON, keys sorted at every level, of `{"event_name", "hooks": [{"type": "command", "command",

@@ -2,7 +2,7 @@
 //! files; those stay in `codex.rs` as the record of what the adapter was built from).
 //!
 //! - `config-codex`: without consent memloop writes only the project's `.codex/` files and Codex
-//!   ignores them (`mcp list` is `[]`); after `memloop sync --user-scope` Codex lists the server,
+//!   ignores them (`mcp list` is `[]`); after `memloop trust --yes` Codex lists the server,
 //!   `hooks/list` reports memloop's Stop hook as trusted under the key and hash memloop wrote,
 //!   and `memloop uninstall` gives the user config back byte for byte.
 //! - `connected-codex`: `codex exec` offers the model `mcp__memory/memory_store` and the call
@@ -40,11 +40,11 @@ fn memloop(sb: &Sandbox, args: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// The harness's user config, then memloop's Codex files with consent for the user scope.
+/// The harness's user config, then memloop's Codex files and its trust entries (`--trust`).
 fn install(ctx: &Ctx, sb: &mut Sandbox, base_url: Option<&str>) -> Result<()> {
     ctx.caps.need_init()?;
     set_up_harness(sb, base_url)?;
-    memloop(sb, &["init", "--yes", "--agents", "codex", "--user-scope"])
+    memloop(sb, &["init", "--yes", "--agents", "codex", "--trust"])
 }
 
 /// The `trusted_hash` memloop wrote for `key` in the user config.
@@ -83,7 +83,7 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     memloop(sb, &["init", "--yes", "--agents", "codex"])?;
     if std::fs::read(&user_config)? != before {
         bail!(
-            "memloop init without --user-scope changed {}",
+            "memloop init without --trust changed {}",
             user_config.display()
         );
     }
@@ -93,11 +93,11 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     }
     println!("   without consent: the project is untrusted, mcp list [] and no hooks");
 
-    memloop(sb, &["sync", "--user-scope"])?;
+    memloop(sb, &["trust", "--yes"])?;
     let servers = listed(ctx, sb)?;
     let Some(server) = servers.iter().find(|s| s["name"] == SERVER) else {
         bail!(
-            "`codex mcp list --json` does not list {SERVER} after `memloop sync --user-scope`: {servers:?}"
+            "`codex mcp list --json` does not list {SERVER} after `memloop trust --yes`: {servers:?}"
         );
     };
     let transport = &server["transport"];
@@ -107,7 +107,7 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     {
         bail!("{SERVER} is not an enabled stdio `memloop serve`: {server}");
     }
-    println!("   after sync --user-scope: mcp list shows {SERVER} = {transport}");
+    println!("   after memloop trust: mcp list shows {SERVER} = {transport}");
 
     let repo = sb.repo.canonicalize()?;
     let key = hook_state_key(&repo.join(".codex/hooks.json"), "stop", 0, 0);

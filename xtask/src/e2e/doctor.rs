@@ -28,6 +28,10 @@ pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
             out.report()
         );
     }
+    let out = sb.run("memloop", &["trust", "--yes"], ctx.timeout)?;
+    if !out.success() {
+        bail!("`memloop trust --yes` with codex failed\n{}", out.report());
+    }
     // What a user does once: approve the project server in Claude Code, trust the folder in Kimi.
     agents::claude(sb, true)?;
     agents::opencode(sb, &ctx.tools, None)?;

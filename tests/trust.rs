@@ -1,0 +1,277 @@
+//! `memloop trust` and `memloop trust --revoke` for each agent, with HOME in a temporary folder:
+//! what it writes where, that a second run changes nothing, that revoking gives back exactly the
+//! bytes from before (the user's own entries stay), and that it never writes without consent.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+struct World {
+    _temp: tempfile::TempDir,
+    root: PathBuf,
+    home: PathBuf,
+}
+
+impl World {
+    /// A repository set up for `agents` (without trust) and an empty home.
+    fn new(agents: &str) -> World {
+        let temp = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(temp.path()).unwrap();
+        let (root, home) = (base.join("repo"), base.join("home"));
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        let world = World {
+            _temp: temp,
+            root,
+            home,
+        };
+        world.ok(&["init", "--yes", "--agents", agents]);
+        world
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_memloop"))
+            .args(args)
+            .current_dir(&self.root)
+            .env_clear()
+            .env("HOME", &self.home)
+            .env("PATH", self.home.join("bin"))
+            .env("XDG_STATE_HOME", self.home.join(".local/state"))
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "memloop {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Every file under the home folder but memloop's own state, with its bytes.
+    fn home_files(&self) -> BTreeMap<PathBuf, Vec<u8>> {
+        let mut files = BTreeMap::new();
+        let mut stack = vec![self.home.clone()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let path = entry.path();
+                let rel = path.strip_prefix(&self.home).unwrap().to_path_buf();
+                if rel.starts_with(".local") {
+                    continue;
+                }
+                if path.is_dir() {
+                    stack.push(path);
+                } else {
+                    files.insert(rel, std::fs::read(&path).unwrap());
+                }
+            }
+        }
+        files
+    }
+
+    fn home_text(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.home.join(rel)).unwrap()
+    }
+
+    fn write_home(&self, rel: &str, text: &str) {
+        let path = self.home.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    fn root_str(&self) -> String {
+        self.root.display().to_string()
+    }
+}
+
+fn exists(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok()
+}
+
+const CODEX_CONFIG: &str = ".codex/config.toml";
+
+#[test]
+fn codex_trust_writes_project_and_hook_trust_once() {
+    let world = World::new("codex");
+    assert!(
+        world.home_files().is_empty(),
+        "init without --trust wrote home files"
+    );
+    let out = world.ok(&["trust", "--yes"]);
+    assert!(out.contains("~/.codex/config.toml"), "{out}");
+    let text = world.home_text(CODEX_CONFIG);
+    let root = world.root_str();
+    assert!(
+        text.contains(&format!("[projects.\"{root}\"]\ntrust_level = \"trusted\"")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "[hooks.state.\"{root}/.codex/hooks.json:stop:0:0\"]\ntrusted_hash = \"sha256:"
+        )),
+        "{text}"
+    );
+    let once = world.home_files();
+    let again = world.ok(&["trust", "--yes"]);
+    assert!(again.contains("nothing to change"), "{again}");
+    world.ok(&["sync"]);
+    assert_eq!(
+        world.home_files(),
+        once,
+        "a second trust or a sync changed the home folder"
+    );
+}
+
+#[test]
+fn codex_revoke_gives_back_the_bytes_from_before() {
+    let world = World::new("codex");
+    let mine = "\u{feff}# my own settings\r\nmodel = \"o3\"\r\n\r\n[projects.\"/elsewhere\"]\r\ntrust_level = \"trusted\"";
+    world.write_home(CODEX_CONFIG, mine);
+    world.ok(&["trust", "--yes"]);
+    let trusted = world.home_text(CODEX_CONFIG);
+    assert!(
+        trusted.starts_with("\u{feff}# my own settings\r\n"),
+        "{trusted:?}"
+    );
+    assert!(
+        !trusted.replace("\r\n", "").contains('\n'),
+        "line endings mixed: {trusted:?}"
+    );
+    let out = world.ok(&["trust", "--revoke", "--yes"]);
+    assert!(out.contains("~/.codex/config.toml"), "{out}");
+    assert_eq!(world.home_text(CODEX_CONFIG), mine);
+    // Revoked means revoked: sync does not write the entries again.
+    world.ok(&["sync"]);
+    assert_eq!(world.home_text(CODEX_CONFIG), mine);
+    let twice = world.ok(&["trust", "--revoke", "--yes"]);
+    assert!(twice.contains("nothing to change"), "{twice}");
+}
+
+#[test]
+fn codex_revoke_after_codex_rewrote_the_file_keeps_the_users_own_trust() {
+    let world = World::new("codex");
+    let root = world.root_str();
+    // The user trusted the project by hand before memloop came; memloop adds the hook's hash.
+    world.write_home(
+        CODEX_CONFIG,
+        &format!("[projects.\"{root}\"]\ntrust_level = \"trusted\"\n"),
+    );
+    world.ok(&["trust", "--yes"]);
+    // Codex (or the user) adds something afterwards.
+    let mut text = world.home_text(CODEX_CONFIG);
+    text.push_str("\n[tui]\ntheme = \"dark\"\n");
+    std::fs::write(world.home.join(CODEX_CONFIG), &text).unwrap();
+    world.ok(&["trust", "--revoke", "--yes"]);
+    let after = world.home_text(CODEX_CONFIG);
+    assert!(
+        after.contains(&format!("[projects.\"{root}\"]\ntrust_level = \"trusted\"")),
+        "the user's own trust went:\n{after}"
+    );
+    assert!(after.contains("[tui]\ntheme = \"dark\""), "{after}");
+    assert!(
+        !after.contains("trusted_hash"),
+        "memloop's hook trust stayed:\n{after}"
+    );
+}
+
+#[test]
+fn revoke_leaves_trust_memloop_did_not_write() {
+    let world = World::new("codex");
+    let root = world.root_str();
+    let theirs = format!(
+        "[projects.\"{root}\"]\ntrust_level = \"trusted\"\n\n[hooks.state.\"{root}/.codex/hooks.json:stop:0:0\"]\ntrusted_hash = \"sha256:00\"\n"
+    );
+    world.write_home(CODEX_CONFIG, &theirs);
+    let out = world.ok(&["trust", "--revoke", "--yes"]);
+    assert!(out.contains("nothing to change"), "{out}");
+    assert_eq!(world.home_text(CODEX_CONFIG), theirs);
+}
+
+#[test]
+fn off_a_terminal_trust_needs_yes_and_writes_nothing() {
+    let world = World::new("codex");
+    let out = world.run(&["trust"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("memloop trust --yes"), "{stderr}");
+    assert!(stderr.contains("nothing was written"), "{stderr}");
+    // The plan was shown, so the refusal can be read and answered.
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("trust_level"),
+        "no plan shown"
+    );
+    assert!(world.home_files().is_empty());
+
+    world.ok(&["trust", "--yes"]);
+    let trusted = world.home_files();
+    let out = world.run(&["trust", "--revoke"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("memloop trust --revoke --yes"));
+    assert_eq!(world.home_files(), trusted);
+}
+
+#[test]
+fn dry_run_shows_the_plan_and_writes_nothing() {
+    let world = World::new("codex");
+    let out = world.ok(&["trust", "--dry-run"]);
+    assert!(out.contains("+trust_level = \"trusted\""), "{out}");
+    assert!(out.contains("nothing written"), "{out}");
+    assert!(world.home_files().is_empty());
+    world.ok(&["trust", "--yes"]);
+    let trusted = world.home_files();
+    let out = world.ok(&["trust", "--revoke", "--dry-run"]);
+    assert!(out.contains("-trust_level = \"trusted\""), "{out}");
+    assert_eq!(world.home_files(), trusted);
+}
+
+#[test]
+fn init_with_trust_flag_trusts_and_without_names_the_command() {
+    let world = World::new("codex");
+    assert!(!exists(&world.home.join(CODEX_CONFIG)));
+    let temp = tempfile::tempdir().unwrap();
+    let other = World {
+        root: std::fs::canonicalize(temp.path()).unwrap().join("repo"),
+        home: world.home.clone(),
+        _temp: temp,
+    };
+    std::fs::create_dir_all(other.root.join(".git")).unwrap();
+    let out = other.ok(&["init", "--yes", "--agents", "codex", "--trust"]);
+    assert!(out.contains("~/.codex/config.toml"), "{out}");
+    assert!(
+        other
+            .home_text(CODEX_CONFIG)
+            .contains(&format!("[projects.\"{}\"]", other.root_str()))
+    );
+    // The first repository, set up with --yes alone, was told how to trust it.
+    let third = tempfile::tempdir().unwrap();
+    let third_root = std::fs::canonicalize(third.path()).unwrap().join("repo");
+    std::fs::create_dir_all(third_root.join(".git")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_memloop"))
+        .args(["init", "--yes", "--agents", "codex"])
+        .current_dir(&third_root)
+        .env_clear()
+        .env("HOME", &world.home)
+        .env("PATH", world.home.join("bin"))
+        .env("XDG_STATE_HOME", world.home.join(".local/state"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("run `memloop trust`"), "{stdout}");
+}
+
+#[test]
+fn uninstall_takes_trust_back_too() {
+    let world = World::new("codex");
+    let mine = "model = \"o3\"\n";
+    world.write_home(CODEX_CONFIG, mine);
+    world.ok(&["trust", "--yes"]);
+    world.ok(&["uninstall", "--yes"]);
+    assert_eq!(world.home_text(CODEX_CONFIG), mine);
+}
