@@ -30,6 +30,15 @@ pub enum Fragment {
         value: Value,
         command: String,
     },
+    /// The string `item` is one of the names the member at `path` lists (a string or an array
+    /// of strings, as Gemini's `context.fileName`). Where the member is missing it becomes
+    /// `default` plus `item`, so what the agent read before still loads; a lone string becomes
+    /// a list holding it first. Removal takes back only what memloop added.
+    JsonListItem {
+        path: Vec<String>,
+        item: String,
+        default: Vec<String>,
+    },
     /// One entry of a TOML array of tables (`[[key]]`).
     TomlEntry { key: String, entry: Entry },
     /// The table at `path` (`[mcp_servers.memory]`) holds `fields`; with `whole`, nothing else.

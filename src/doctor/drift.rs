@@ -243,6 +243,27 @@ fn fragment_state(
                 line: json_line(text, &steps),
             }
         }
+        (Fragment::JsonListItem { path, item, .. }, Format::Json(dialect)) => {
+            let what = format!("`{item}` in `{}`", path.join("."));
+            let current = parse(text, dialect).and_then(|v| get(&v, path).cloned());
+            let steps: Vec<Step> = path.iter().map(|k| Step::Key(k)).collect();
+            let listed = match &current {
+                Some(Value::String(name)) => name == item,
+                Some(Value::Array(names)) => names
+                    .iter()
+                    .any(|name| name.as_str() == Some(item.as_str())),
+                _ => false,
+            };
+            State {
+                drift: if listed {
+                    Drift::Current
+                } else {
+                    Drift::Missing
+                },
+                what,
+                line: json_line(text, &steps),
+            }
+        }
         (Fragment::JsonFirstMember { key, value }, Format::Json(dialect)) => {
             let what = format!("`{key}` (first key, so the agent never rewrites the file)");
             let drift = match parse(text, dialect).and_then(|v| v.get(key).cloned()) {

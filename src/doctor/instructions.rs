@@ -1,5 +1,5 @@
 //! The rules each agent reads: `CLAUDE.md` and what it imports (`claude_md`), or the first of
-//! some names that exists (`first_of`). Which one an agent reads, and what else it checks about
+//! some names that exists (`first_of`), or any of the names an agent loads (`any_of`). Which one an agent reads, and what else it checks about
 //! that file, is the agent's (`agents::Agent::check_rules`). Facts: research/claude-code.md
 //! section 4, opencode.md section 4, kimi.md section 4.
 
@@ -229,6 +229,33 @@ pub fn first_of(d: &mut Doctor, agent: AgentId, program: &str, names: &[&'static
         .find(|(_, found)| !matches!(found, Read::Missing))
         .unwrap_or((names[0], Read::Missing));
     reader_sees(d, agent, program, name, found, sync);
+}
+
+/// For an agent that loads every one of `names` that exists (Gemini's `context.fileName`): the
+/// first holding memloop's current rules, else the first that exists, else the first name.
+/// Returns whether the rules reach the agent.
+pub fn any_of(d: &mut Doctor, agent: AgentId, program: &str, names: &[String]) -> bool {
+    let root = d.repo.root.clone();
+    let sync = d.sync_command(false);
+    let found: Vec<(&str, Read)> = names
+        .iter()
+        .map(|name| (name.as_str(), read(&root.join(name))))
+        .collect();
+    let holds = |read: &Read| matches!(read, Read::Text { text, .. } if matches!(rules_in(text), Rules::Current(_)));
+    let pick = found.iter().position(|(_, read)| holds(read)).or_else(|| {
+        found
+            .iter()
+            .position(|(_, read)| !matches!(read, Read::Missing))
+    });
+    let mut found = found;
+    let (name, read) = match pick {
+        Some(i) => found.swap_remove(i),
+        None if found.is_empty() => return false,
+        None => found.swap_remove(0),
+    };
+    let ok = holds(&read);
+    reader_sees(d, agent, program, name, read, sync);
+    ok
 }
 
 fn reader_sees(d: &mut Doctor, agent: AgentId, program: &str, name: &str, found: Read, sync: &str) {

@@ -21,14 +21,16 @@ pub enum Dialect {
     Strict,
     /// JSON with comments and trailing commas (OpenCode parses both extensions this way).
     Jsonc,
+    /// JSON with comments but no trailing commas (Gemini CLI strips comments with
+    /// strip-json-comments, then calls `JSON.parse`).
+    Comments,
 }
 
 impl Dialect {
     fn options(self) -> ParseOptions {
-        let jsonc = self == Dialect::Jsonc;
         ParseOptions {
-            allow_comments: jsonc,
-            allow_trailing_commas: jsonc,
+            allow_comments: self != Dialect::Strict,
+            allow_trailing_commas: self == Dialect::Jsonc,
             allow_loose_object_property_names: false,
             allow_missing_commas: false,
             allow_single_quoted_strings: false,
@@ -60,6 +62,9 @@ impl JsonDoc {
                     "this file must be strict JSON (no comments, no trailing commas): fix it, then run memloop again"
                 }
                 Dialect::Jsonc => "fix the syntax, then run memloop again",
+                Dialect::Comments => {
+                    "this file may hold comments but must otherwise be strict JSON (no trailing commas): fix it, then run memloop again"
+                }
             };
             Refusal::at(
                 display,

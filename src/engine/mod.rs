@@ -404,6 +404,27 @@ fn edit(
                     (Fragment::JsonHookGroup { path, command, .. }, Mode::Remove) => {
                         doc.remove_items(path, &|group| is_hook_group_for(group, command), &prune)
                     }
+                    (
+                        Fragment::JsonListItem {
+                            path,
+                            item,
+                            default,
+                        },
+                        Mode::Install,
+                    ) => install_list_item(&mut doc, path, item, default)?,
+                    (
+                        Fragment::JsonListItem {
+                            path,
+                            item,
+                            default,
+                        },
+                        Mode::Remove,
+                    ) => {
+                        let before = original_value.map(|original| lookup(original, path));
+                        if remove_list_item(&mut doc, path, item, default, before, &prune) {
+                            restore.push(path);
+                        }
+                    }
                     _ => unreachable!("a JSON file holds JSON fragments"),
                 }
             }
@@ -466,6 +487,84 @@ fn edit(
                 (Mode::Install, Some(body)) => markdown::upsert(text, body, display),
                 _ => markdown::remove(text, display),
             }
+        }
+    }
+}
+
+/// Whether `value` (a string or an array of strings) names `item`.
+fn lists(value: &Value, item: &str) -> bool {
+    match value {
+        Value::String(name) => name == item,
+        Value::Array(names) => names.iter().any(|name| name.as_str() == Some(item)),
+        _ => false,
+    }
+}
+
+fn created_list(item: &str, default: &[String]) -> Value {
+    let mut names: Vec<Value> = default
+        .iter()
+        .map(|name| Value::from(name.as_str()))
+        .collect();
+    if !default.iter().any(|name| name == item) {
+        names.push(Value::from(item));
+    }
+    Value::Array(names)
+}
+
+fn install_list_item(
+    doc: &mut JsonDoc,
+    path: &[String],
+    item: &str,
+    default: &[String],
+) -> Result<(), Refusal> {
+    match doc.get(path) {
+        None => doc.set(path, &created_list(item, default)),
+        Some(found) if lists(&found, item) => Ok(()),
+        Some(Value::String(name)) => doc.set(path, &serde_json::json!([name, item])),
+        Some(_) => {
+            let wanted = Value::from(item);
+            doc.upsert_item(path, &wanted, &|element| *element == wanted)
+        }
+    }
+}
+
+/// Takes back what `install_list_item` added. `before` is the member before memloop (`None`:
+/// nothing known). True when the member must get the user's own bytes back (a lone string
+/// memloop turned into a list).
+fn remove_list_item(
+    doc: &mut JsonDoc,
+    path: &[String],
+    item: &str,
+    default: &[String],
+    before: Option<Option<&Value>>,
+    prune: &dyn Fn(&[String]) -> bool,
+) -> bool {
+    let Some(current) = doc.get(path) else {
+        return false;
+    };
+    let ours = Value::from(item);
+    match before {
+        // The user listed it already: nothing of it is memloop's.
+        Some(Some(original)) if lists(original, item) => false,
+        Some(Some(Value::String(_))) => true,
+        Some(Some(_)) => {
+            doc.remove_items(path, &|element| *element == ours, &|_| false);
+            false
+        }
+        Some(None) => {
+            if current == created_list(item, default) {
+                doc.remove(path, prune);
+            } else {
+                doc.remove_items(path, &|element| *element == ours, &|_| false);
+            }
+            false
+        }
+        // Unknown history: only the exact list memloop creates is provably its own.
+        None => {
+            if current == created_list(item, default) {
+                doc.remove(path, prune);
+            }
+            false
         }
     }
 }
