@@ -15,6 +15,8 @@ pub enum Product {
     KimiCli,
     /// OpenAI Codex CLI (npm `@openai/codex`), `--version` prints `codex-cli 0.171.0`.
     Codex,
+    /// Qwen Code (npm `@qwen-code/qwen-code`), `--version` prints the bare version (`0.24.4`).
+    Qwen,
 }
 
 impl Product {
@@ -24,6 +26,7 @@ impl Product {
             Product::OpenCode => "opencode",
             Product::KimiCode | Product::KimiCli => "kimi",
             Product::Codex => "codex",
+            Product::Qwen => "qwen",
         }
     }
 
@@ -34,6 +37,7 @@ impl Product {
             Product::KimiCode => "Kimi Code",
             Product::KimiCli => "kimi-cli",
             Product::Codex => "Codex",
+            Product::Qwen => "Qwen Code",
         }
     }
 }

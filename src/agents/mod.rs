@@ -1,4 +1,4 @@
-//! The agents memloop knows, one folder each (`claude/`, `opencode/`, `kimi/`, `codex/`): where its files
+//! The agents memloop knows, one folder each (`claude/`, `opencode/`, `kimi/`, `codex/`, `qwen/`): where its files
 //! are and what memloop owns in them, its doctor checks, its gate reader and its migrations,
 //! behind the `Agent` trait (`agent.rs`). Everything else reaches an agent through `of`, so a
 //! new agent is a new folder, a variant of `AgentId` and one line in `of`.
@@ -12,6 +12,7 @@ pub mod claude;
 pub mod codex;
 pub mod kimi;
 pub mod opencode;
+pub mod qwen;
 
 #[cfg(test)]
 mod tests;
@@ -30,6 +31,7 @@ pub fn of(id: AgentId) -> &'static dyn Agent {
         AgentId::Opencode => &opencode::Opencode,
         AgentId::Kimi => &kimi::Kimi,
         AgentId::Codex => &codex::Codex,
+        AgentId::Qwen => &qwen::Qwen,
     }
 }
 

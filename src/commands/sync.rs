@@ -17,7 +17,7 @@ pub struct SyncArgs {
     /// Print the diff and write nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Allow writing the agents' user config outside the repository (Kimi's hooks, Codex's trust entries); remembered.
+    /// Allow writing the agents' user config outside the repository (Kimi's hooks, Codex's trust entries, Qwen's server approval); remembered.
     #[arg(long)]
     pub user_scope: bool,
     /// Replace a server of the same name that memloop did not write.

@@ -21,13 +21,16 @@ pub enum Dialect {
     Strict,
     /// JSON with comments and trailing commas (OpenCode parses both extensions this way).
     Jsonc,
+    /// JSON with comments but no trailing commas (Qwen Code's settings: comments stripped, then
+    /// `JSON.parse`, which drops the whole file at a trailing comma).
+    Comments,
 }
 
 impl Dialect {
     fn options(self) -> ParseOptions {
         let jsonc = self == Dialect::Jsonc;
         ParseOptions {
-            allow_comments: jsonc,
+            allow_comments: self != Dialect::Strict,
             allow_trailing_commas: jsonc,
             allow_loose_object_property_names: false,
             allow_missing_commas: false,
@@ -60,6 +63,9 @@ impl JsonDoc {
                     "this file must be strict JSON (no comments, no trailing commas): fix it, then run memloop again"
                 }
                 Dialect::Jsonc => "fix the syntax, then run memloop again",
+                Dialect::Comments => {
+                    "this file may hold comments but no trailing commas (the agent drops the whole file at one): fix it, then run memloop again"
+                }
             };
             Refusal::at(
                 display,
