@@ -481,6 +481,17 @@ mod tests {
     }
 
     #[test]
+    fn the_comments_dialect_keeps_comments_and_refuses_trailing_commas() {
+        let text = "{\n  // why\n  \"a\": 1 /* one */\n}\n";
+        assert!(JsonDoc::parse(text, Dialect::Comments, "f").is_ok());
+        assert!(JsonDoc::parse(text, Dialect::Strict, "f").is_err());
+        let err = JsonDoc::parse("{\n  \"a\": 1,\n}\n", Dialect::Comments, "s.json").unwrap_err();
+        assert!(err.to_string().starts_with("s.json:2:9:"), "{err}");
+        assert!(err.to_string().contains("no trailing commas"), "{err}");
+        assert!(JsonDoc::parse("{\"a\": 1,}", Dialect::Jsonc, "f").is_ok());
+    }
+
+    #[test]
     fn duplicate_keys_are_refused_at_the_second_at_any_depth() {
         for (text, at) in [
             (

@@ -18,6 +18,12 @@ use crate::edit::json::Dialect;
 const AGENT: AgentId = AgentId::Qwen;
 /// What 0.24.4 loads when `context.fileName` is not set.
 pub const DEFAULT_CONTEXT_FILES: &[&str] = &["QWEN.md", "AGENTS.md"];
+/// The first version known to load `AGENTS.md` without a setting (0.12.0 does; 0.11.0 loaded
+/// only `QWEN.md`, QwenLM/qwen-code#2062).
+pub const AGENTS_MD_SINCE: &[u64] = &[0, 12];
+/// The first version known to gate a project's servers behind `mcpApprovals.json` (0.21.2 does,
+/// 0.15.10 does not).
+pub const APPROVALS_SINCE: &[u64] = &[0, 21];
 
 /// The project's and the user's settings, each when it exists and parses.
 struct Settings {
@@ -84,7 +90,17 @@ pub fn rules(d: &mut Doctor) {
             // An empty list or name keeps the default.
             (!names.iter().all(String::is_empty)).then_some((file, names))
         });
+    let old = d.agent(AGENT).at_least(AGENTS_MD_SINCE) == Some(false);
     let finding = match deciding {
+        None if old => Finding::error(
+            AGENT,
+            "context-files",
+            format!(
+                "Qwen Code {} loads only QWEN.md when context.fileName is not set (AGENTS.md by default came in 0.12): it never reads the memory rules",
+                d.agent(AGENT).version.clone().unwrap_or_default()
+            ),
+        )
+        .fix("update Qwen Code (npm i -g @qwen-code/qwen-code), or set context.fileName to [\"QWEN.md\", \"AGENTS.md\"] in ~/.qwen/settings.json"),
         None => Finding::ok(
             AGENT,
             "context-files",
@@ -128,7 +144,18 @@ pub fn check(d: &mut Doctor) {
     disable_all_hooks(d, &settings);
     if agent.installed() {
         folder_trust(d, settings.user.as_ref());
-        approval(d);
+        if agent.at_least(APPROVALS_SINCE) == Some(false) {
+            d.push(Finding::ok(
+                AGENT,
+                "approval",
+                format!(
+                    "Qwen Code {} starts a project's MCP servers without an approval (mcpApprovals.json came in 0.21)",
+                    agent.version.clone().unwrap_or_default()
+                ),
+            ));
+        } else {
+            approval(d);
+        }
     }
 }
 

@@ -46,7 +46,7 @@ fn user_settings_path(sb: &Sandbox) -> std::path::PathBuf {
 /// What a user would have set once: the OpenAI-compatible provider (the fake, when given), and
 /// everything that would leave loopback off (update checks, usage statistics, telemetry), plus
 /// Qwen's own background memory, which makes an extra model call after every turn.
-fn set_up_user(sb: &mut Sandbox, base_url: Option<&str>, folder_trust: bool) -> Result<()> {
+pub fn set_up_user(sb: &mut Sandbox, base_url: Option<&str>, folder_trust: bool) -> Result<()> {
     let mut settings = json!({
         "security": {"auth": {"selectedType": "openai"}},
         "model": {"name": "fake-model"},
