@@ -52,15 +52,17 @@ pub enum AgentId {
     Kimi,
     Codex,
     Gemini,
+    Qwen,
 }
 
 impl AgentId {
-    pub const ALL: [AgentId; 5] = [
+    pub const ALL: [AgentId; 6] = [
         AgentId::Claude,
         AgentId::Opencode,
         AgentId::Kimi,
         AgentId::Codex,
         AgentId::Gemini,
+        AgentId::Qwen,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -70,6 +72,7 @@ impl AgentId {
             AgentId::Kimi => "kimi",
             AgentId::Codex => "codex",
             AgentId::Gemini => "gemini",
+            AgentId::Qwen => "qwen",
         }
     }
 

@@ -17,6 +17,8 @@ pub enum Product {
     Codex,
     /// Google Gemini CLI (npm `@google/gemini-cli`), `--version` prints the bare version.
     Gemini,
+    /// Qwen Code (npm `@qwen-code/qwen-code`), `--version` prints the bare version (`0.24.4`).
+    Qwen,
 }
 
 impl Product {
@@ -27,6 +29,7 @@ impl Product {
             Product::KimiCode | Product::KimiCli => "kimi",
             Product::Codex => "codex",
             Product::Gemini => "gemini",
+            Product::Qwen => "qwen",
         }
     }
 
@@ -38,6 +41,7 @@ impl Product {
             Product::KimiCli => "kimi-cli",
             Product::Codex => "Codex",
             Product::Gemini => "Gemini CLI",
+            Product::Qwen => "Qwen Code",
         }
     }
 }

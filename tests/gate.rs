@@ -934,3 +934,54 @@ fn edits_made_through_a_shell_count_when_the_window_holds_a_shell_call() {
     let run = gate.claude("shell", &transcript, false);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
 }
+
+fn qwen_response(uuid: &str, parts: Value) -> String {
+    json!({"uuid": uuid, "sessionId": "q", "type": "assistant", "message": {"role": "model", "parts": parts}})
+        .to_string()
+}
+
+fn qwen_call(id: &str, name: &str) -> Value {
+    json!({"functionCall": {"id": id, "name": name, "args": {}}})
+}
+
+/// Qwen Code's Stop input and chat recording, as 0.24.4 writes them (qwen_facts.md): edits by
+/// `write_file`/`edit` are sent back with exit 2; after the store, the continued prompt's stop
+/// (`stop_hook_active`) passes, and so does the next one.
+#[test]
+fn qwen_recording_blocks_edits_then_lets_the_stored_session_stop() {
+    let gate = Gate::new();
+    let recording = gate.path("q.jsonl");
+    append(
+        &recording,
+        &lines(&[
+            json!({"uuid": "u", "type": "user", "message": {"role": "user", "parts": [{"text": "go"}]}}).to_string(),
+            qwen_response("a1", json!([qwen_call("c1", "mcp__memory__context_query")])),
+            qwen_response("a2", json!([qwen_call("c2", "write_file")])),
+            qwen_response("a3", json!([qwen_call("c3", "edit")])),
+            qwen_response("a4", json!([{"text": "done"}])),
+        ]),
+    );
+    let stop = |active: bool, last: &str| {
+        gate.run(
+            &["hook", "stop", "--agent", "qwen"],
+            &json!({"session_id": "q", "transcript_path": recording, "cwd": gate.repo(),
+                "hook_event_name": "Stop", "permission_mode": "yolo", "stop_hook_active": active,
+                "last_assistant_message": last, "background_tasks": [], "crons": []}),
+        )
+    };
+    let run = stop(false, "done");
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.stderr, block(&[DEFAULT_EDIT_PROBLEM]));
+
+    append(
+        &recording,
+        &lines(&[
+            qwen_response("a5", json!([qwen_call("c5", "mcp__memory__memory_store")])),
+            qwen_response("a6", json!([{"text": "stored"}])),
+        ]),
+    );
+    let run = stop(true, "stored");
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    let run = stop(false, "stored");
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+}

@@ -1,4 +1,5 @@
-//! The agents memloop knows, one folder each (`claude/`, `opencode/`, `kimi/`, `codex/`, `gemini/`): where its files
+//! The agents memloop knows, one folder each (`claude/`, `opencode/`, `kimi/`, `codex/`, `gemini/`, `qwen/`): where
+//! its files
 //! are and what memloop owns in them, its doctor checks, its gate reader and its migrations,
 //! behind the `Agent` trait (`agent.rs`). Everything else reaches an agent through `of`, so a
 //! new agent is a new folder, a variant of `AgentId` and one line in `of`.
@@ -13,6 +14,7 @@ pub mod codex;
 pub mod gemini;
 pub mod kimi;
 pub mod opencode;
+pub mod qwen;
 
 #[cfg(test)]
 mod tests;
@@ -32,6 +34,7 @@ pub fn of(id: AgentId) -> &'static dyn Agent {
         AgentId::Kimi => &kimi::Kimi,
         AgentId::Codex => &codex::Codex,
         AgentId::Gemini => &gemini::Gemini,
+        AgentId::Qwen => &qwen::Qwen,
     }
 }
 

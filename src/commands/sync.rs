@@ -18,6 +18,7 @@ pub struct SyncArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// Allow writing the agents' user config outside the repository (Kimi's hooks); remembered. Trust entries: `memloop trust`.
+    /// Allow writing the agents' user config outside the repository (Kimi's hooks, Gemini's folder trust, Qwen's server approval); remembered. Trust entries: `memloop trust`.
     #[arg(long)]
     pub user_scope: bool,
     /// Replace a server of the same name that memloop did not write.

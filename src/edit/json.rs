@@ -21,8 +21,8 @@ pub enum Dialect {
     Strict,
     /// JSON with comments and trailing commas (OpenCode parses both extensions this way).
     Jsonc,
-    /// JSON with comments but no trailing commas (Gemini CLI strips comments with
-    /// strip-json-comments, then calls `JSON.parse`).
+    /// JSON with comments but no trailing commas: Gemini CLI and Qwen Code strip the comments,
+    /// then call `JSON.parse` (Qwen drops the whole file at a trailing comma).
     Comments,
 }
 
@@ -63,7 +63,7 @@ impl JsonDoc {
                 }
                 Dialect::Jsonc => "fix the syntax, then run memloop again",
                 Dialect::Comments => {
-                    "this file may hold comments but must otherwise be strict JSON (no trailing commas): fix it, then run memloop again"
+                    "this file may hold comments but no trailing commas (the agent drops the whole file at one): fix it, then run memloop again"
                 }
             };
             Refusal::at(
@@ -611,6 +611,17 @@ mod tests {
             doc.to_text(),
             "{\n  \"$schema\": \"s\",\n  \"model\": \"x\"\n}\n"
         );
+    }
+
+    #[test]
+    fn the_comments_dialect_keeps_comments_and_refuses_trailing_commas() {
+        let text = "{\n  // why\n  \"a\": 1 /* one */\n}\n";
+        assert!(JsonDoc::parse(text, Dialect::Comments, "f").is_ok());
+        assert!(JsonDoc::parse(text, Dialect::Strict, "f").is_err());
+        let err = JsonDoc::parse("{\n  \"a\": 1,\n}\n", Dialect::Comments, "s.json").unwrap_err();
+        assert!(err.to_string().starts_with("s.json:2:9:"), "{err}");
+        assert!(err.to_string().contains("no trailing commas"), "{err}");
+        assert!(JsonDoc::parse("{\"a\": 1,}", Dialect::Jsonc, "f").is_ok());
     }
 
     #[test]

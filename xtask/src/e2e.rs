@@ -2,7 +2,7 @@
 //! [--keep] [--hand-written] [--memloop PATH] [--list]`
 //! (CI: `cargo xtask e2e`; the first run fills the tool cache from the npm registry).
 //!
-//! Drives the pinned real agents (or the registry's newest with `--latest`, or given versions) (Claude Code, OpenCode, Kimi Code; installed from npm into a
+//! Drives the pinned real agents (or the registry's newest with `--latest`, or given versions) (Claude Code, OpenCode, Kimi Code, Codex, Gemini CLI, Qwen Code; installed from npm into a
 //! cache on first use) against what memloop installs, each scenario in a throw-away git repo with
 //! its own HOME and config dirs, and each model a scripted fake on 127.0.0.1. Nothing in a test
 //! talks to any other address. A scenario passes, fails, or is MISSING a memloop command it
@@ -20,6 +20,7 @@ mod gate;
 pub mod http;
 mod memloop;
 pub mod proc;
+mod qwen;
 mod sandbox;
 mod summary;
 mod tools;
@@ -145,7 +146,7 @@ const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "doctor-live",
-        about: "`memloop doctor --live` on a correct install: claude mcp get, opencode debug config, kimi doctor config, codex mcp list --json and features list, and the server probe all ok",
+        about: "`memloop doctor --live` on a correct install: claude mcp get, opencode debug config, kimi doctor config, codex mcp list --json and features list, qwen mcp list, and the server probe all ok",
         run: doctor::live,
     },
     Scenario {
@@ -167,6 +168,21 @@ const SCENARIOS: &[Scenario] = &[
         name: "gate-codex",
         about: "Codex edits through exec_command, memloop's gate sends it back, it stores over MCP, the next stop passes",
         run: codex_memloop::gate,
+    },
+    Scenario {
+        name: "config-qwen",
+        about: "memloop init: qwen mcp list shows the server pending approval; after sync --user-scope it connects (memloop's hash is Qwen's); folder trust on: untrusted until sync trusts it; uninstall restores the user files",
+        run: qwen::config,
+    },
+    Scenario {
+        name: "connected-qwen",
+        about: "`qwen -p` offers mcp__memory__memory_store directly, AGENTS.md's rules reach the model, and the call reaches memloop serve",
+        run: qwen::connected,
+    },
+    Scenario {
+        name: "gate-qwen",
+        about: "Qwen writes three files with write_file, memloop's gate reads its chat recording and sends it back, it stores over MCP, the next stop passes",
+        run: qwen::gate,
     },
     // Probes of Codex itself with hand-written files (the facts the adapter rests on, such as a
     // stale hash reported as modified and a hook blocking with exit 2); xtask/src/e2e/codex.rs.

@@ -259,7 +259,7 @@ fn json(_: &mut Scratch, input: &[u8]) -> Result<(), String> {
         Ok(decoded) => decoded,
         Err(refusal) => return positioned(&refusal, input),
     };
-    for dialect in [Dialect::Strict, Dialect::Jsonc] {
+    for dialect in [Dialect::Strict, Dialect::Jsonc, Dialect::Comments] {
         match JsonDoc::parse(&text, dialect, "f.json") {
             Ok(doc) => {
                 let _ = doc.value();

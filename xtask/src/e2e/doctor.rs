@@ -12,11 +12,13 @@ use super::{Ctx, agents, memloop};
 pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     ctx.caps.need_serve()?;
     memloop::install(sb, &ctx.caps, ctx.hand_written, None)?;
-    // Codex too, with the harness's user config for memloop to add its trust entries to.
+    // Codex and Qwen Code too, with the user configs memloop adds their trust entries and
+    // approval to.
     super::codex::set_up_harness(sb, None)?;
+    super::qwen::set_up_user(sb, None, false)?;
     let config = sb.repo.join("memloop.toml");
     let text = std::fs::read_to_string(&config)?;
-    let with_codex = text.replace("\"kimi\"]", "\"kimi\", \"codex\"]");
+    let with_codex = text.replace("\"kimi\"]", "\"kimi\", \"codex\", \"qwen\"]");
     if with_codex == text {
         bail!("memloop.toml names no agents list to add codex to:\n{text}");
     }
@@ -24,7 +26,7 @@ pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     let out = sb.run("memloop", &["sync", "--user-scope"], ctx.timeout)?;
     if !out.success() {
         bail!(
-            "`memloop sync --user-scope` with codex failed\n{}",
+            "`memloop sync --user-scope` with codex and qwen failed\n{}",
             out.report()
         );
     }
@@ -72,6 +74,7 @@ pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         "opencode.live",
         "kimi.live",
         "codex.live",
+        "qwen.live",
         "memloop.server-probe",
     ] {
         if !seen.contains(id) {

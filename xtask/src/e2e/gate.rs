@@ -15,8 +15,8 @@ use super::proc::{self, Output, Proc};
 use super::sandbox::Sandbox;
 use super::{Ctx, agents, memloop};
 
-const WRITES: usize = 3;
-const PROMPT: &str = "Create the fixture files e2e-note-1.txt to e2e-note-3.txt, then stop.";
+pub const WRITES: usize = 3;
+pub const PROMPT: &str = "Create the fixture files e2e-note-1.txt to e2e-note-3.txt, then stop.";
 
 fn needs(ctx: &Ctx) -> Result<()> {
     ctx.caps.need_hook()?;
@@ -297,7 +297,7 @@ fn free_port() -> Result<u16> {
 }
 
 /// The three claims of the loop, from the fake model's request log and the repo.
-fn check_loop(fake: &FakeModel, store: &str, repo: &Path, out: &Output) -> Result<()> {
+pub fn check_loop(fake: &FakeModel, store: &str, repo: &Path, out: &Output) -> Result<()> {
     let dialect = fake.dialect;
     let calls = fake.model_calls();
     let convs: Vec<_> = calls.iter().map(|c| c.conversation(dialect)).collect();

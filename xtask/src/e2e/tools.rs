@@ -71,6 +71,12 @@ pub const AGENTS: &[Agent] = &[
             "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
         ]),
     },
+    // Qwen Code needs Node 22 or newer: its program is a script run by the pinned Node.
+    Agent {
+        key: "qwen",
+        pin: Pin::new("@qwen-code/qwen-code", "0.24.4"),
+        launch: Launch::NodeScript("node_modules/@qwen-code/qwen-code/cli-entry.js"),
+    },
 ];
 
 /// What OpenCode installs into every config dir once a plugin is present: at its own version.

@@ -1,0 +1,106 @@
+//! `doctor --live` for Qwen Code: `qwen mcp list` prints one line per server it would load,
+//! `● <name>: ... - Pending approval` (or `Rejected`) for a project server without a matching
+//! approval, else the result of connecting to it (`✓ ... - Connected`, `✗ ... - Disconnected`).
+//! A folder that is not trusted (folder trust on) lists no project server at all.
+
+use std::path::Path;
+
+use crate::config::AgentId;
+use crate::doctor::live::{excerpt, exit_text, run, strip_ansi};
+use crate::doctor::{Doctor, Finding};
+
+const AGENT: AgentId = AgentId::Qwen;
+
+pub fn check(d: &mut Doctor, program: &Path) {
+    let out = match run(program, &["mcp", "list"], &d.repo.root, d.options.timeout) {
+        Ok(out) => out,
+        Err(why) => {
+            return d.push(Finding::error(AGENT, "live", why).fix("run it by hand to see why"));
+        }
+    };
+    let all = strip_ansi(&format!("{}\n{}", out.stdout, out.stderr));
+    if out.code != Some(0) {
+        return d.push(
+            Finding::error(
+                AGENT,
+                "live",
+                format!(
+                    "`qwen mcp list` failed ({}): {}",
+                    exit_text(out.code),
+                    excerpt(&all, 12)
+                ),
+            )
+            .fix("run `qwen mcp list` and fix what it names"),
+        );
+    }
+    let name = d.ctx.server.name.clone();
+    d.push(verdict(&all, &name, d.sync_command(true)));
+}
+
+/// The finding for server `name` in the output of `qwen mcp list` (colours stripped).
+pub fn verdict(listing: &str, name: &str, sync: &str) -> Finding {
+    let prefix = format!("{name}: ");
+    let line = listing.lines().map(str::trim).find_map(|l| {
+        let rest = l.split_once(' ').map_or(l, |(_, rest)| rest);
+        rest.starts_with(&prefix).then_some(rest)
+    });
+    match line {
+        None => Finding::error(
+            AGENT,
+            "live",
+            format!("`qwen mcp list` does not list `{name}`: .qwen/settings.json lacks it, cannot be read (a trailing comma drops the whole file), or the folder is not trusted"),
+        )
+        .by_sync(sync),
+        Some(line) if line.ends_with("- Pending approval") => Finding::error(
+            AGENT,
+            "live",
+            format!("`qwen mcp list` shows `{name}` pending approval: Qwen never starts it (headless runs do not ask)"),
+        )
+        .by_sync(sync),
+        Some(line) if line.ends_with("- Rejected") => Finding::error(
+            AGENT,
+            "live",
+            format!("`qwen mcp list` shows `{name}` rejected in your ~/.qwen/mcpApprovals.json"),
+        )
+        .fix(format!("run `qwen mcp approve {name}`, or remove its record and run `{sync}`")),
+        Some(line) if line.ends_with("- Connected") => {
+            Finding::ok(AGENT, "live", format!("`qwen mcp list`: {line}"))
+        }
+        Some(line) => Finding::error(AGENT, "live", format!("`qwen mcp list`: {line}"))
+            .fix("run the server's command by hand to see why it fails"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doctor::finding::Severity;
+
+    // What 0.24.4 printed (qwen_facts.md, "doctor --live"), colours stripped.
+    #[test]
+    fn each_state_of_the_listing() {
+        let level = |text: &str| verdict(text, "memory", "memloop sync --user-scope").severity;
+        assert_eq!(
+            level("Configured MCP servers:\n\n✓ memory: memloop serve (stdio) - Connected\n"),
+            Severity::Ok
+        );
+        assert_eq!(
+            level("● memory: memloop serve (stdio) - Pending approval"),
+            Severity::Error
+        );
+        assert_eq!(
+            level("● memory: memloop serve (stdio) - Rejected"),
+            Severity::Error
+        );
+        assert_eq!(
+            level("✗ memory: memloop serve (stdio) - Disconnected"),
+            Severity::Error
+        );
+        assert_eq!(level("No MCP servers configured."), Severity::Error);
+        assert_eq!(
+            level("✓ memory2: x (stdio) - Connected"),
+            Severity::Error,
+            "another server's line is not memloop's"
+        );
+    }
+}

@@ -1,0 +1,207 @@
+//! Qwen Code (npm `@qwen-code/qwen-code`, checked with 0.24.4): the MCP server and the Stop gate
+//! in the project's `.qwen/settings.json` (comments allowed, a trailing comma drops the whole
+//! file), the rules from `AGENTS.md` (read by default next to `QWEN.md`), and in the user's
+//! `~/.qwen/` the approval without which Qwen never starts a project's MCP server
+//! (`mcpApprovals.json`) and, where folder trust is on, the folder's trust
+//! (`trustedFolders.json`). Facts: xtask/src/e2e/qwen_facts.md.
+
+pub mod doctor;
+pub mod gate;
+pub mod live;
+pub mod trust;
+pub mod upgrade;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+use crate::config::{AgentId, Transport};
+use crate::doctor::Doctor;
+use crate::doctor::wiring::{McpFile, Syntax};
+use crate::edit::json::Dialect;
+use crate::repo::Context;
+use crate::target::{Desired, Format, Fragment, Scope, Target};
+
+/// Qwen Code in the list of agents (`agents::of`).
+pub struct Qwen;
+
+pub const HOOK_COMMAND: &str = "memloop hook stop --agent qwen";
+pub const PROJECT_SETTINGS: &str = ".qwen/settings.json";
+/// Comments are stripped before `JSON.parse`; a trailing comma is not.
+pub const DIALECT: Dialect = Dialect::Comments;
+
+impl super::agent::Agent for Qwen {
+    fn id(&self) -> AgentId {
+        AgentId::Qwen
+    }
+
+    fn configured_in(&self, root: &Path) -> bool {
+        root.join(".qwen").exists() || root.join("QWEN.md").exists()
+    }
+
+    fn user_scope_question(&self) -> Option<&'static str> {
+        Some(
+            "Qwen Code starts a project's MCP server only once you approve it in your user config (~/.qwen/mcpApprovals.json, and ~/.qwen/trustedFolders.json where folder trust is on). Add those approvals there?",
+        )
+    }
+
+    fn targets(&self, ctx: &Context, skipped: &mut Vec<String>) -> anyhow::Result<Vec<Target>> {
+        targets(ctx, skipped)
+    }
+
+    fn check_rules(&self, d: &mut Doctor) {
+        doctor::rules(d);
+    }
+
+    fn check(&self, d: &mut Doctor) {
+        doctor::check(d);
+    }
+
+    fn mcp_files(&self) -> &'static [McpFile] {
+        &[McpFile {
+            agent: AgentId::Qwen,
+            name: PROJECT_SETTINGS,
+            syntax: Syntax::Dollar,
+            dialect: DIALECT,
+            servers: "mcpServers",
+            maps: &["headers", "env"],
+        }]
+    }
+
+    fn live(&self, d: &mut Doctor, program: &Path, _found: &crate::doctor::Agent) {
+        live::check(d, program);
+    }
+
+    fn gate(&self) -> &dyn crate::gate::Reader {
+        self
+    }
+
+    fn migrations(&self) -> &'static [crate::upgrade::Migration] {
+        upgrade::MIGRATIONS
+    }
+}
+
+/// Qwen's user dir: `~/.qwen` (`QWEN_HOME` is not read by 0.24.4; the two files below have
+/// their own overrides).
+pub fn qwen_dir(home: &Path) -> PathBuf {
+    home.join(".qwen")
+}
+
+/// `QWEN_CODE_MCP_APPROVALS_PATH`, else `~/.qwen/mcpApprovals.json`.
+pub fn approvals_path(home: &Path) -> PathBuf {
+    env_path("QWEN_CODE_MCP_APPROVALS_PATH")
+        .unwrap_or_else(|| qwen_dir(home).join("mcpApprovals.json"))
+}
+
+/// `QWEN_CODE_TRUSTED_FOLDERS_PATH`, else `~/.qwen/trustedFolders.json`.
+pub fn trusted_folders_path(home: &Path) -> PathBuf {
+    env_path("QWEN_CODE_TRUSTED_FOLDERS_PATH")
+        .unwrap_or_else(|| qwen_dir(home).join("trustedFolders.json"))
+}
+
+fn env_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The repository as Qwen keys its approvals and trust: the process's cwd, which the OS gives
+/// symlink-free.
+pub fn project_key(root: &Path) -> String {
+    root.canonicalize()
+        .unwrap_or_else(|_| root.to_path_buf())
+        .display()
+        .to_string()
+}
+
+pub fn targets(ctx: &Context, skipped: &mut Vec<String>) -> anyhow::Result<Vec<Target>> {
+    let (settings_path, settings_display) = ctx.project_target_display(PROJECT_SETTINGS);
+    let entry = server_entry(&ctx.server.transport);
+    let mut out = vec![Target {
+        path: settings_path,
+        display: settings_display,
+        scope: Scope::Project,
+        agents: vec![AgentId::Qwen],
+        desired: Desired::Fragments {
+            format: Format::Json(DIALECT),
+            fragments: vec![
+                Fragment::JsonMember {
+                    path: vec!["mcpServers".into(), ctx.server.name.clone()],
+                    value: entry.clone(),
+                },
+                Fragment::JsonHookGroup {
+                    path: vec!["hooks".into(), "Stop".into()],
+                    value: hook_group(),
+                    command: HOOK_COMMAND.into(),
+                },
+            ],
+        },
+        note: None,
+    }];
+    let approvals = approvals_path(&ctx.home);
+    if !ctx.user_scope {
+        skipped.push(format!(
+            "Qwen Code starts .qwen/settings.json's MCP server only once it is approved in your user config ({}), outside the repository: run `memloop sync --user-scope` to approve it",
+            ctx.display_user_path(&approvals)
+        ));
+        return Ok(out);
+    }
+    let key = project_key(ctx.root);
+    out.push(Target {
+        display: ctx.display_user_path(&approvals),
+        path: approvals,
+        scope: Scope::User,
+        agents: vec![AgentId::Qwen],
+        desired: Desired::Fragments {
+            format: Format::Json(Dialect::Strict),
+            fragments: vec![trust::approval_fragment(&key, &ctx.server.name, &entry)],
+        },
+        note: None,
+    });
+    if trust::folder_trust_enabled(&ctx.home) {
+        let folders = trusted_folders_path(&ctx.home);
+        out.push(Target {
+            display: ctx.display_user_path(&folders),
+            path: folders,
+            scope: Scope::User,
+            agents: vec![AgentId::Qwen],
+            desired: Desired::Fragments {
+                format: Format::Json(DIALECT),
+                fragments: vec![trust::folder_fragment(&key)],
+            },
+            note: None,
+        });
+    }
+    Ok(out)
+}
+
+/// `mcpServers.<name>` as Qwen reads it (Gemini's keys: `command`/`args`/`env` for stdio,
+/// `httpUrl` for streamable HTTP). `alwaysLoadTools` offers the tools to the model directly:
+/// without it 0.24.4 hides them behind its `tool_search` step.
+pub fn server_entry(transport: &Transport) -> Value {
+    let mut entry = Map::new();
+    match transport {
+        Transport::Http { url, headers } => {
+            entry.insert("httpUrl".into(), json!(url));
+            if !headers.is_empty() {
+                entry.insert("headers".into(), json!(headers));
+            }
+        }
+        Transport::Stdio { command, args, env } => {
+            entry.insert("command".into(), json!(command));
+            entry.insert("args".into(), json!(args));
+            if !env.is_empty() {
+                entry.insert("env".into(), json!(env));
+            }
+        }
+    }
+    entry.insert("alwaysLoadTools".into(), json!(true));
+    Value::Object(entry)
+}
+
+/// No `timeout`: 0.24.4 reads a value below 1000 as seconds and one of 1000 or more as
+/// milliseconds (its older form), so any number is read two ways; the default (60 s) is far
+/// above the gate's time budget.
+pub fn hook_group() -> Value {
+    json!({"hooks": [{"type": "command", "command": HOOK_COMMAND}]})
+}
