@@ -98,7 +98,9 @@ fn enter_alone_sets_up_every_agent_when_none_is_found() {
     let config = std::fs::read_to_string(temp.path().join("repo/memloop.toml"))
         .unwrap_or_else(|_| panic!("no memloop.toml:\n{screen}"));
     assert!(
-        config.contains("agents = [\"claude\", \"opencode\", \"kimi\", \"codex\", \"gemini\", \"qwen\"]"),
+        config.contains(
+            "agents = [\"claude\", \"opencode\", \"kimi\", \"codex\", \"gemini\", \"qwen\"]"
+        ),
         "{config}"
     );
     assert!(
