@@ -1,5 +1,5 @@
 //! Scenario "doctor-live": `memloop doctor --live` asks the real agents what they load and
-//! probes the embedded server; every live verdict must be ok on a correctly installed repo.
+//! probes the embedded server (Codex and Gemini included); every live verdict must be ok on a correctly installed repo.
 
 use std::collections::BTreeSet;
 
@@ -14,9 +14,11 @@ pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     memloop::install(sb, &ctx.caps, ctx.hand_written, None)?;
     // Codex too, with the harness's user config for memloop to add its trust entries to.
     super::codex::set_up_harness(sb, None)?;
+    // And Gemini, whose folder trust memloop adds with the same consent.
+    super::gemini_memloop::set_up_harness(sb, None)?;
     let config = sb.repo.join("memloop.toml");
     let text = std::fs::read_to_string(&config)?;
-    let with_codex = text.replace("\"kimi\"]", "\"kimi\", \"codex\"]");
+    let with_codex = text.replace("\"kimi\"]", "\"kimi\", \"codex\", \"gemini\"]");
     if with_codex == text {
         bail!("memloop.toml names no agents list to add codex to:\n{text}");
     }
@@ -68,6 +70,7 @@ pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         "opencode.live",
         "kimi.live",
         "codex.live",
+        "gemini.live",
         "memloop.server-probe",
     ] {
         if !seen.contains(id) {

