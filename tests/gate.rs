@@ -985,3 +985,59 @@ fn qwen_recording_blocks_edits_then_lets_the_stored_session_stop() {
     let run = stop(false, "stored");
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
 }
+
+fn gemini_message(id: &str, calls: &[(&str, &str, &str)]) -> String {
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|(call, name, status)| json!({"id": call, "name": name, "args": {}, "status": status}))
+        .collect();
+    json!({"id": id, "timestamp": "t", "type": "gemini", "content": "", "toolCalls": calls})
+        .to_string()
+}
+
+/// Gemini's AfterAgent over its chat recording (shapes from Gemini CLI 0.61.0): edits without a
+/// store block with exit 2 and nothing on stdout; a message appended again counts once; after a
+/// rewind the lookup and store of the next turn let the stop through, though Gemini sends that
+/// stop without `stop_hook_active`.
+#[test]
+fn gemini_reads_the_chat_recording_and_survives_a_rewind() {
+    let gate = Gate::new();
+    let recording = gate.path("session-2026-12-01T12-20-168df275.jsonl");
+    let stop = |gate: &Gate, active: bool| {
+        gate.run(
+            &["hook", "stop", "--agent", "gemini"],
+            &json!({"session_id": "168df275", "transcript_path": recording, "cwd": gate.repo(),
+                    "hook_event_name": "AfterAgent", "prompt": "p", "prompt_response": "r",
+                    "stop_hook_active": active}),
+        )
+    };
+    append(
+        &recording,
+        &lines(&[
+            json!({"sessionId": "168df275", "kind": "main"}).to_string(),
+            json!({"$set": {"messages": [{"id": "ctx", "type": "user", "content": []}]}})
+                .to_string(),
+            gemini_message("g1", &[]),
+            gemini_message("g1", &[("w1", "write_file", "success")]),
+            gemini_message("g2", &[("r1", "replace", "success")]),
+            gemini_message("g3", &[("w2", "write_file", "success")]),
+        ]),
+    );
+    let run = stop(&gate, false);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("Modified 3 file(s)"), "{}", run.stderr);
+    append(
+        &recording,
+        &lines(&[
+            json!({"id": "u2", "type": "user", "content": [{"text": "KNOWLEDGE CHECK"}]})
+                .to_string(),
+            json!({"$rewindTo": "u2"}).to_string(),
+            gemini_message("g4", &[("q", "mcp_memory_context_query", "success")]),
+            gemini_message("g5", &[("s0", "mcp_memory_memory_store", "error")]),
+            gemini_message("g6", &[("s1", "memory__memory_store", "success")]),
+            gemini_message("g7", &[]),
+        ]),
+    );
+    let run = stop(&gate, false);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}

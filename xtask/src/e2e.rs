@@ -14,9 +14,11 @@ mod codex_memloop;
 mod config;
 mod connected;
 mod doctor;
+mod fake_gemini;
 mod fake_model;
 mod fake_responses;
 mod gate;
+mod gemini_memloop;
 pub mod http;
 mod memloop;
 pub mod proc;
@@ -146,12 +148,12 @@ const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "doctor-live",
-        about: "`memloop doctor --live` on a correct install: claude mcp get, opencode debug config, kimi doctor config, codex mcp list --json and features list, qwen mcp list, and the server probe all ok",
+        about: "`memloop doctor --live` on a correct install: claude mcp get, opencode debug config, kimi doctor config, codex mcp list --json and features list, gemini mcp list, qwen mcp list, and the server probe all ok",
         run: doctor::live,
     },
     Scenario {
         name: "upgrade-legacy",
-        about: "legacy shapes for all four agents, `memloop upgrade`, then claude mcp get / opencode debug config / kimi doctor config / codex features list and mcp list and kimi -p accept the result",
+        about: "legacy shapes for all five agents, `memloop upgrade`, then claude mcp get / opencode debug config / kimi doctor config / codex features list and mcp list / gemini mcp list and kimi -p accept the result",
         run: upgrade::legacy,
     },
     Scenario {
@@ -183,6 +185,21 @@ const SCENARIOS: &[Scenario] = &[
         name: "gate-qwen",
         about: "Qwen writes three files with write_file, memloop's gate reads its chat recording and sends it back, it stores over MCP, the next stop passes",
         run: qwen::gate,
+    },
+    Scenario {
+        name: "config-gemini",
+        about: "memloop init: untrusted without consent (gemini mcp list shows memory disabled); after sync --user-scope it connects to memloop serve; uninstall leaves no trust entry",
+        run: gemini_memloop::config,
+    },
+    Scenario {
+        name: "connected-gemini",
+        about: "`gemini -p` offers mcp_memory_memory_store, its context holds the rules from AGENTS.md, and the call reaches memloop serve",
+        run: gemini_memloop::connected,
+    },
+    Scenario {
+        name: "gate-gemini",
+        about: "Gemini writes files, memloop's AfterAgent gate sends it back, it looks up and stores over MCP, the next stop passes",
+        run: gemini_memloop::gate,
     },
     // Probes of Codex itself with hand-written files (the facts the adapter rests on, such as a
     // stale hash reported as modified and a hook blocking with exit 2); xtask/src/e2e/codex.rs.

@@ -16,7 +16,8 @@
 //! `{"$rewindTo": id}` drops that message and every later one from the chat: the calls read
 //! before stay counted (files written and notes stored outlive a rewound chat), and as the
 //! messages after a rewind have new ids, nothing counts twice. Edit tools are `replace` (counts as
-//! `Edit`) and `write_file` (as `Write`); the shell is `run_shell_command`. MCP tools are
+//! `Edit`) and `write_file` (as `Write`); the shell is `run_shell_command`.
+//! A call whose `status` is `error` or `cancelled` did nothing and is not counted. MCP tools are
 //! `mcp_<server>_<tool>` from 0.34 on, `<server>__<tool>` before; the store and lookup names
 //! match both, as `[gate]` matches parts of names.
 
@@ -86,6 +87,13 @@ struct Restated {
 struct ToolCall {
     id: Option<String>,
     name: Option<String>,
+    status: Option<String>,
+}
+
+/// A call that failed or was cancelled did nothing (a store refused for its arguments stored
+/// nothing): it is not counted, and not marked as read, should it be recorded again.
+fn did_nothing(call: &ToolCall) -> bool {
+    matches!(call.status.as_deref(), Some("error" | "cancelled"))
 }
 
 /// The name a tool call counts under, as `[gate]` lists name them.
@@ -129,6 +137,9 @@ fn apply(state: &mut State, row: Row, tools: &ToolSets) {
         state.last_message_tools.clear();
     }
     for call in row.tool_calls {
+        if did_nothing(&call) {
+            continue;
+        }
         let Some(name) = call.name else { continue };
         let key = call.id.unwrap_or_else(|| name.clone());
         if state.last_message_tools.contains(&key) {
@@ -270,6 +281,23 @@ mod tests {
             ],
         );
         assert_eq!(state.session, before);
+    }
+
+    #[test]
+    fn a_failed_store_stores_nothing() {
+        let mut state = State::fresh();
+        feed(
+            &mut state,
+            &[
+                r#"{"id":"g","type":"gemini","toolCalls":[{"id":"s","name":"mcp_memory_memory_store","status":"error"},{"id":"w","name":"write_file","status":"cancelled"}]}"#,
+                r#"{"id":"g","type":"gemini","toolCalls":[{"id":"s","name":"mcp_memory_memory_store","status":"success"}]}"#,
+            ],
+        );
+        assert_eq!(state.session.tool_calls, 1);
+        assert_eq!(
+            (state.session.window.stores, state.session.window.edits),
+            (1, 0)
+        );
     }
 
     #[test]

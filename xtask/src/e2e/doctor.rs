@@ -1,5 +1,5 @@
 //! Scenario "doctor-live": `memloop doctor --live` asks the real agents what they load and
-//! probes the embedded server; every live verdict must be ok on a correctly installed repo.
+//! probes the embedded server (Codex and Gemini included); every live verdict must be ok on a correctly installed repo.
 
 use std::collections::BTreeSet;
 
@@ -16,9 +16,11 @@ pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     // approval to.
     super::codex::set_up_harness(sb, None)?;
     super::qwen::set_up_user(sb, None, false)?;
+    // And Gemini, whose folder trust memloop adds with the same consent.
+    super::gemini_memloop::set_up_harness(sb, None)?;
     let config = sb.repo.join("memloop.toml");
     let text = std::fs::read_to_string(&config)?;
-    let with_codex = text.replace("\"kimi\"]", "\"kimi\", \"codex\", \"qwen\"]");
+    let with_codex = text.replace("\"kimi\"]", "\"kimi\", \"codex\", \"gemini\", \"qwen\"]");
     if with_codex == text {
         bail!("memloop.toml names no agents list to add codex to:\n{text}");
     }
@@ -75,6 +77,7 @@ pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         "kimi.live",
         "codex.live",
         "qwen.live",
+        "gemini.live",
         "memloop.server-probe",
     ] {
         if !seen.contains(id) {

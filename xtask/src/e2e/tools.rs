@@ -71,6 +71,12 @@ pub const AGENTS: &[Agent] = &[
             "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
         ]),
     },
+    // A Node program; its own launcher would pick up the host's node.
+    Agent {
+        key: "gemini",
+        pin: Pin::new("@google/gemini-cli", "0.61.0"),
+        launch: Launch::NodeScript("node_modules/@google/gemini-cli/bundle/gemini.js"),
+    },
     // Qwen Code needs Node 22 or newer: its program is a script run by the pinned Node.
     Agent {
         key: "qwen",
@@ -340,6 +346,8 @@ fn version_of(program: &Path, args: &[&std::ffi::OsStr]) -> Result<String> {
     // it a scratch home so checking the cache never touches the user's.
     let codex_home = tempfile::tempdir().context("creating a scratch CODEX_HOME")?;
     cmd.env("CODEX_HOME", codex_home.path());
+    // Gemini keeps its files in $GEMINI_CLI_HOME/.gemini (default ~/.gemini).
+    cmd.env("GEMINI_CLI_HOME", codex_home.path());
     let out = proc::run(cmd, Duration::from_secs(60), None)?;
     if !out.success() {
         bail!("{}", out.report());

@@ -1,7 +1,7 @@
 //! Scenario "upgrade": a repository and home holding what older memloops and older agents left
-//! (legacy shapes for all four agents), `memloop upgrade --user-scope`, then the pinned real
+//! (legacy shapes for all five agents), `memloop upgrade --user-scope`, then the pinned real
 //! agents load the result: `claude mcp get memory`, `opencode debug config`, `kimi doctor config`
-//! `codex features list` (hooks on under its current name), and a `kimi -p` run that must offer memloop's MCP tool (Kimi Code drops every file-declared
+//! `codex features list` (hooks on under its current name), `gemini mcp list` (one hook switch left), and a `kimi -p` run that must offer memloop's MCP tool (Kimi Code drops every file-declared
 //! server while one entry says `streamable-http`). Afterwards `memloop diff` finds nothing left
 //! for sync to do and a second upgrade finds nothing.
 
@@ -28,6 +28,7 @@ const EXPECTED: &[&str] = &[
     "kimi-streamable-http",
     "kimi-tool-names",
     "codex-hooks-feature",
+    "gemini-hooks-switch",
 ];
 
 fn write(path: &Path, text: &str) -> Result<()> {
@@ -46,7 +47,7 @@ fn legacy_world(sb: &Sandbox) -> Result<()> {
     let repo = &sb.repo;
     write(
         &repo.join("memloop.toml"),
-        "version = 1\nagents = [\"claude\", \"opencode\", \"kimi\", \"codex\"]\n",
+        "version = 1\nagents = [\"claude\", \"opencode\", \"kimi\", \"codex\", \"gemini\"]\n",
     )?;
     write(
         &repo.join("CLAUDE.md"),
@@ -113,6 +114,7 @@ pub fn legacy(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     ctx.caps.need_serve()?;
     legacy_world(sb)?;
     super::codex::legacy_world(sb)?;
+    super::gemini_memloop::legacy_world(sb)?;
 
     let dry = sb.run(
         "memloop",
@@ -140,6 +142,7 @@ pub fn legacy(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     opencode(ctx, sb)?;
     kimi(ctx, sb)?;
     super::codex::after_upgrade(ctx, sb)?;
+    super::gemini_memloop::after_upgrade(ctx, sb)?;
 
     let diff = sb.run("memloop", &["diff"], ctx.timeout)?;
     expect(
