@@ -39,6 +39,10 @@ pub enum Fragment {
         item: String,
         default: Vec<String>,
     },
+    /// One element equal to `value` in the array at `path` (a server name in Claude Code's
+    /// `enabledMcpjsonServers`, a folder in a trust list); the array's other elements are the
+    /// user's. Removal takes it back only where the file did not hold it before memloop came.
+    JsonArrayItem { path: Vec<String>, value: Value },
     /// One entry of a TOML array of tables (`[[key]]`).
     TomlEntry { key: String, entry: Entry },
     /// The table at `path` (`[mcp_servers.memory]`) holds `fields`; with `whole`, nothing else.

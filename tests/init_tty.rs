@@ -115,8 +115,8 @@ fn a_taken_server_name_is_said_and_a_free_one_offered() {
     // The reference memory server many people have under the default name `memory`.
     let mcp = r#"{"mcpServers": {"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}}}"#;
     // .mcp.json makes claude the detected agent: Enter for it, the embedded server, the name
-    // `memory`, then Enter on the offered free name and on the layout.
-    let (screen, temp) = init_on_a_terminal_with("\r\r\r\r\r", &[(".mcp.json", mcp)]);
+    // `memory`, then Enter on the offered free name and on the layout, and no to trust.
+    let (screen, temp) = init_on_a_terminal_with("\r\r\r\r\rn", &[(".mcp.json", mcp)]);
     assert!(
         screen.contains("`memory` is taken by a server memloop did not write"),
         "{screen}"

@@ -275,3 +275,160 @@ fn uninstall_takes_trust_back_too() {
     world.ok(&["uninstall", "--yes"]);
     assert_eq!(world.home_text(CODEX_CONFIG), mine);
 }
+
+#[test]
+fn claude_trust_accepts_the_folder_and_approves_memloops_server_only() {
+    let world = World::new("claude");
+    let root = world.root_str();
+    // Claude Code's own config, with another project and the user's approval of their own server.
+    let global = "{\n  \"numStartups\": 3,\n  \"projects\": {\n    \"/elsewhere\": {\n      \"hasTrustDialogAccepted\": true\n    }\n  }\n}\n";
+    world.write_home(".claude.json", global);
+    let local = world.root.join(".claude/settings.local.json");
+    let mine =
+        "{\n  \"enabledMcpjsonServers\": [\"github\"],\n  \"permissions\": {\"allow\": []}\n}\n";
+    std::fs::write(&local, mine).unwrap();
+    let out = world.ok(&["trust", "--yes"]);
+    assert!(out.contains("~/.claude.json"), "{out}");
+    assert!(out.contains(".claude/settings.local.json"), "{out}");
+    let config: serde_json::Value = serde_json::from_str(&world.home_text(".claude.json")).unwrap();
+    assert_eq!(
+        config["projects"][&root]["hasTrustDialogAccepted"],
+        serde_json::json!(true)
+    );
+    assert_eq!(config["numStartups"], serde_json::json!(3));
+    let approved = std::fs::read_to_string(&local).unwrap();
+    assert!(
+        approved.contains("\"enabledMcpjsonServers\": [\"github\", \"memory\"]"),
+        "{approved}"
+    );
+    let doctor = String::from_utf8(world.run(&["doctor", "--verbose"]).stdout).unwrap();
+    assert!(
+        doctor.contains("the project server `memory` is approved"),
+        "{doctor}"
+    );
+    let once = (world.home_files(), std::fs::read(&local).unwrap());
+    assert!(world.ok(&["trust", "--yes"]).contains("nothing to change"));
+    world.ok(&["sync"]);
+    assert_eq!((world.home_files(), std::fs::read(&local).unwrap()), once);
+
+    world.ok(&["trust", "--revoke", "--yes"]);
+    assert_eq!(world.home_text(".claude.json"), global);
+    assert_eq!(std::fs::read_to_string(&local).unwrap(), mine);
+}
+
+#[test]
+fn claude_revoke_after_claude_rewrote_its_config_keeps_its_own_keys() {
+    let world = World::new("claude");
+    let root = world.root_str();
+    world.ok(&["trust", "--yes"]);
+    assert!(!world.root.join(".claude/settings.local.json.bak").exists());
+    // Claude Code adds its per-project state next to memloop's key, and approves by hand too.
+    let mut config: serde_json::Value =
+        serde_json::from_str(&world.home_text(".claude.json")).unwrap();
+    config["projects"][&root]["allowedTools"] = serde_json::json!([]);
+    config["userID"] = serde_json::json!("u1");
+    std::fs::write(
+        world.home.join(".claude.json"),
+        serde_json::to_string_pretty(&config).unwrap(),
+    )
+    .unwrap();
+    world.ok(&["trust", "--revoke", "--yes"]);
+    let after: serde_json::Value = serde_json::from_str(&world.home_text(".claude.json")).unwrap();
+    assert_eq!(after["userID"], serde_json::json!("u1"));
+    assert_eq!(
+        after["projects"][&root]["allowedTools"],
+        serde_json::json!([])
+    );
+    assert!(
+        after["projects"][&root]
+            .get("hasTrustDialogAccepted")
+            .is_none(),
+        "{after}"
+    );
+    // memloop created settings.local.json for its approval alone: it goes.
+    assert!(!exists(&world.root.join(".claude/settings.local.json")));
+}
+
+#[test]
+fn claude_approval_the_user_gave_stays_after_revoke() {
+    let world = World::new("claude");
+    let local = world.root.join(".claude/settings.local.json");
+    let mine = "{\"enabledMcpjsonServers\": [\"memory\"]}\n";
+    std::fs::write(&local, mine).unwrap();
+    world.ok(&["trust", "--yes"]);
+    assert_eq!(std::fs::read_to_string(&local).unwrap(), mine);
+    std::fs::write(
+        &local,
+        "{\"enabledMcpjsonServers\": [\"memory\"], \"x\": 1}\n",
+    )
+    .unwrap();
+    world.ok(&["trust", "--revoke", "--yes"]);
+    assert_eq!(
+        std::fs::read_to_string(&local).unwrap(),
+        "{\"enabledMcpjsonServers\": [\"memory\"], \"x\": 1}\n"
+    );
+}
+
+fn kimi_trust_files(world: &World) -> Vec<PathBuf> {
+    let dir = world.home.join(".kimi-code/workspace-trust");
+    std::fs::read_dir(dir)
+        .map(|entries| entries.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn kimi_trust_writes_the_folder_record_kimi_reads() {
+    let world = World::new("kimi");
+    world.ok(&["trust", "--yes"]);
+    let files = kimi_trust_files(&world);
+    let [file] = files.as_slice() else {
+        panic!("expected one trust record: {files:?}")
+    };
+    let name = file.file_name().unwrap().to_str().unwrap();
+    assert_eq!(name, memloop::agents::kimi::trust_key(&world.root));
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    assert_eq!(record["root"], serde_json::json!(world.root_str()));
+    assert!(
+        record["trustedAt"].as_u64().is_some_and(|t| t > 0),
+        "{record}"
+    );
+    // (doctor checks Kimi's trust only where Kimi Code is installed; its key is `trust_key`'s.)
+    let once = world.home_files();
+    assert!(world.ok(&["trust", "--yes"]).contains("nothing to change"));
+    world.ok(&["sync"]);
+    assert_eq!(world.home_files(), once);
+    world.ok(&["trust", "--revoke", "--yes"]);
+    assert!(kimi_trust_files(&world).is_empty());
+}
+
+#[test]
+fn kimi_trust_the_user_gave_is_left_alone() {
+    let world = World::new("kimi");
+    let key = memloop::agents::kimi::trust_key(&world.root);
+    let rel = format!(".kimi-code/workspace-trust/{key}");
+    let theirs = format!("{{\"root\":\"{}\",\"trustedAt\":1}}", world.root_str());
+    world.write_home(&rel, &theirs);
+    assert!(world.ok(&["trust", "--yes"]).contains("nothing to change"));
+    world.ok(&["trust", "--revoke", "--yes"]);
+    world.ok(&["uninstall", "--yes"]);
+    assert_eq!(world.home_text(&rel), theirs);
+}
+
+#[test]
+fn every_agent_at_once_and_back() {
+    let world = World::new("claude,opencode,kimi,codex");
+    world.write_home(".claude.json", "{}\n");
+    let before = world.home_files();
+    let out = world.ok(&["trust", "--yes"]);
+    for shown in [
+        "~/.claude.json",
+        "~/.codex/config.toml",
+        "~/.kimi-code/workspace-trust/",
+    ] {
+        assert!(out.contains(shown), "{shown} not in\n{out}");
+    }
+    world.ok(&["trust", "--revoke", "--yes"]);
+    assert_eq!(world.home_files(), before);
+    assert!(!exists(&world.root.join(".claude/settings.local.json")));
+}

@@ -277,6 +277,23 @@ fn fragment_state(
                 line: json_line(text, &[Step::Key(key)]),
             }
         }
+        (Fragment::JsonArrayItem { path, value }, Format::Json(dialect)) => {
+            let what = format!("{value} in `{}`", path.join("."));
+            let holds = parse(text, dialect)
+                .and_then(|v| get(&v, path).cloned())
+                .and_then(|v| v.as_array().cloned())
+                .is_some_and(|items| items.contains(value));
+            let steps: Vec<Step> = path.iter().map(|k| Step::Key(k)).collect();
+            State {
+                drift: if holds {
+                    Drift::Current
+                } else {
+                    Drift::Missing
+                },
+                what,
+                line: json_line(text, &steps),
+            }
+        }
         (
             Fragment::JsonHookGroup {
                 path,

@@ -425,6 +425,21 @@ fn edit(
                             restore.push(path);
                         }
                     }
+                    (Fragment::JsonArrayItem { path, value }, Mode::Install) => {
+                        doc.upsert_item(path, value, &|item| item == value)?
+                    }
+                    (Fragment::JsonArrayItem { path, value }, Mode::Remove) => {
+                        // A user's own equal element (there before memloop, or with no history
+                        // to tell) is not memloop's to take.
+                        let held_before = original_value.is_none_or(|original| {
+                            lookup(original, path)
+                                .and_then(Value::as_array)
+                                .is_some_and(|items| items.contains(value))
+                        });
+                        if !held_before {
+                            doc.remove_items(path, &|item| item == value, &prune)
+                        }
+                    }
                     _ => unreachable!("a JSON file holds JSON fragments"),
                 }
             }

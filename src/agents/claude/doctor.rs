@@ -590,38 +590,30 @@ fn approval(d: &mut Doctor, settings: &[Settings], user: Option<&JsonFile>) {
                 .file(&file.display),
             );
         } else {
-            d.push(
-                Finding::new(
-                    AGENT,
-                    "approval",
-                    severity,
-                    format!(
-                        "the project server `{name}` is approved in {}, but Claude Code honours a repository's approval only once the folder is trusted, and this one is not yet",
-                        file.display
-                    ),
-                )
-                .file(&file.display)
-                .fix(format!(
-                    "run `claude` here once and accept the trust dialog, or approve it for yourself with \"enabledMcpjsonServers\": [\"{name}\"] in ~/.claude/settings.json"
-                )),
-            );
+            let finding = Finding::new(
+                AGENT,
+                "approval",
+                severity,
+                format!(
+                    "the project server `{name}` is approved in {}, but Claude Code honours a repository's approval only once the folder is trusted, and this one is not yet",
+                    file.display
+                ),
+            )
+            .file(&file.display);
+            d.push(d.by_trust(finding));
         }
         return;
     }
-    d.push(
-        Finding::new(
-            AGENT,
-            "approval",
-            severity,
-            format!(
-                "the project server `{name}` is pending approval: interactive Claude Code asks before starting it (`claude -p` starts it without asking)"
-            ),
-        )
-        .file(".mcp.json")
-        .fix(format!(
-            "run `claude` here and approve `{name}`, or add \"enabledMcpjsonServers\": [\"{name}\"] to .claude/settings.local.json"
-        )),
-    );
+    let finding = Finding::new(
+        AGENT,
+        "approval",
+        severity,
+        format!(
+            "the project server `{name}` is pending approval: interactive Claude Code asks before starting it (`claude -p` starts it without asking)"
+        ),
+    )
+    .file(".mcp.json");
+    d.push(d.by_trust(finding));
 }
 
 /// Whether the user accepted Claude Code's trust dialog for this repository

@@ -4,6 +4,7 @@
 pub mod doctor;
 pub mod gate;
 pub mod live;
+pub mod trust;
 pub mod upgrade;
 
 use std::path::Path;
@@ -62,6 +63,10 @@ impl super::agent::Agent for Claude {
 
     fn migrations(&self) -> &'static [crate::upgrade::Migration] {
         upgrade::MIGRATIONS
+    }
+
+    fn trust(&self, ctx: &Context) -> anyhow::Result<Vec<Target>> {
+        Ok(trust::targets(ctx))
     }
 }
 

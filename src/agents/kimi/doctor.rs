@@ -358,18 +358,14 @@ fn trust(d: &mut Doctor) {
             .file(display),
         );
     } else {
-        d.push(
-            Finding::warning(
-                AGENT,
-                "trust",
-                "this folder is not trusted by Kimi Code: it skips .kimi-code/mcp.json and .mcp.json here, so the memory server does not load (trust is your call)",
-            )
-            .fix(format!(
-                "run `kimi` in {} and answer \"Trust this folder?\" with yes, or create {display} containing {{\"root\": \"{}\", \"trustedAt\": <milliseconds since 1970>}}",
-                dir.display(),
-                dir.display()
-            )),
+        let finding = Finding::warning(
+            AGENT,
+            "trust",
+            format!(
+                "this folder is not trusted by Kimi Code ({display} is missing): it skips .kimi-code/mcp.json and .mcp.json here, so the memory server does not load (trust is your call)"
+            ),
         );
+        d.push(d.by_trust(finding));
     }
 }
 

@@ -6,6 +6,7 @@
 pub mod doctor;
 pub mod gate;
 pub mod live;
+pub mod trust;
 pub mod upgrade;
 
 use std::path::{Path, PathBuf};
@@ -82,6 +83,10 @@ impl super::agent::Agent for Kimi {
 
     fn migrations(&self) -> &'static [crate::upgrade::Migration] {
         upgrade::MIGRATIONS
+    }
+
+    fn trust(&self, ctx: &Context) -> anyhow::Result<Vec<Target>> {
+        Ok(trust::targets(ctx))
     }
 }
 

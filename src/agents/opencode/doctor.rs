@@ -1,5 +1,5 @@
-//! OpenCode's whole files: `opencode.json` and `opencode.jsonc` (JSONC; which one wins when both
-//! exist), `$schema`, the MCP entry shape for the detected major version (V1 `mcp.<name>`, V2
+//! OpenCode's whole files: `opencode.json` and `opencode.jsonc`, at the root and in `.opencode/`
+//! (JSONC; which one wins when both of a folder exist), `$schema`, the MCP entry shape for the detected major version (V1 `mcp.<name>`, V2
 //! `mcp.servers.<name>`), `plugin_origins`, and where the gate plugin sits.
 //! Facts: research/opencode.md sections 1-3.
 
@@ -27,26 +27,26 @@ pub fn check(d: &mut Doctor) {
     let agent = d.agent(AGENT).clone();
     let v2 = agent.numbers().is_some_and(|v| v.first() == Some(&2));
     let mut files = Vec::new();
-    for name in ["opencode.json", "opencode.jsonc"] {
-        match JsonFile::load(&root.join(name), name, Dialect::Jsonc) {
-            Ok(Some(file)) => files.push(file),
-            Ok(None) => {}
-            Err(refusal) => d.refused(
-                AGENT,
-                "config-json",
-                &crate::edit::Refusal {
-                    problem: format!("{}: OpenCode refuses to start with it", refusal.problem),
-                    ..refusal
-                },
-            ),
+    for pair in crate::agents::opencode::CONFIG_FILES.chunks(2) {
+        let mut folder = Vec::new();
+        for name in pair {
+            match JsonFile::load(&root.join(name), name, Dialect::Jsonc) {
+                Ok(Some(file)) => folder.push(file),
+                Ok(None) => {}
+                Err(refusal) => d.refused(
+                    AGENT,
+                    "config-json",
+                    &crate::edit::Refusal {
+                        problem: format!("{}: OpenCode refuses to start with it", refusal.problem),
+                        ..refusal
+                    },
+                ),
+            }
         }
+        twins(d, &folder, &agent);
+        files.extend(folder);
     }
-    twins(d, &files, &agent);
-    let managed = if files.iter().any(|f| f.display == "opencode.jsonc") {
-        "opencode.jsonc"
-    } else {
-        "opencode.json"
-    };
+    let managed = crate::agents::opencode::config_file(&root);
     for file in &files {
         if file.display != managed {
             schema(d, file);
@@ -75,8 +75,8 @@ fn twins(d: &mut Doctor, files: &[JsonFile], agent: &crate::doctor::Agent) {
     let in_winner =
         winner.get(&["mcp", &name]).is_some() || winner.get(&["mcp", "servers", &name]).is_some();
     let message = format!(
-        "opencode.json and opencode.jsonc both exist: OpenCode merges them and {} wins every key both set",
-        winner.display
+        "{} and {} both exist: OpenCode merges them and {} wins every key both set",
+        json.display, jsonc.display, winner.display
     );
     let finding = if in_loser && in_winner {
         Finding::warning(

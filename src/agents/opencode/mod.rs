@@ -1,4 +1,5 @@
-//! OpenCode 1.x: `mcp.<name>` in `opencode.jsonc` (when it exists) or `opencode.json`, with
+//! OpenCode 1.x: `mcp.<name>` in the repository's config (`config_file`: `opencode.jsonc` or
+//! `opencode.json`, at the root or in `.opencode/`), with
 //! `$schema` first so OpenCode never rewrites the file itself; the gate is a plugin file.
 //! Facts: research/opencode.md.
 
@@ -55,6 +56,14 @@ impl super::agent::Agent for Opencode {
                 name: "opencode.jsonc",
                 ..FILE
             },
+            McpFile {
+                name: ".opencode/opencode.json",
+                ..FILE
+            },
+            McpFile {
+                name: ".opencode/opencode.jsonc",
+                ..FILE
+            },
         ]
     }
 
@@ -84,14 +93,34 @@ impl super::agent::Agent for Opencode {
 pub const SCHEMA_URL: &str = "https://opencode.ai/config.json";
 pub use crate::gate::OPENCODE_PLUGIN_PATH as PLUGIN_PATH;
 
+/// The project config files OpenCode 1.18.33 reads, in the order it merges them (a later one
+/// wins a key both set): the root pair, found upwards, then each `.opencode/` folder's pair.
+pub const CONFIG_FILES: [&str; 4] = [
+    "opencode.json",
+    "opencode.jsonc",
+    ".opencode/opencode.json",
+    ".opencode/opencode.jsonc",
+];
+
+/// The config file memloop writes its server into: the one the repository already keeps, never
+/// a second one beside it. A root file comes first (where memloop always wrote), `opencode.jsonc`
+/// before its twin since it wins; a repository that keeps its config only in `.opencode/` gets
+/// memloop's entry there; with none, a new root `opencode.json`.
+pub fn config_file(root: &Path) -> &'static str {
+    [
+        "opencode.jsonc",
+        "opencode.json",
+        ".opencode/opencode.jsonc",
+        ".opencode/opencode.json",
+    ]
+    .into_iter()
+    .find(|name| root.join(name).exists())
+    .unwrap_or("opencode.json")
+}
+
 pub fn targets(ctx: &Context) -> anyhow::Result<Vec<Target>> {
     let server = &ctx.server;
-    // OpenCode >= 1.14 lets opencode.jsonc win over opencode.json; never create the twin.
-    let file = if ctx.root.join("opencode.jsonc").exists() {
-        "opencode.jsonc"
-    } else {
-        "opencode.json"
-    };
+    let file = config_file(ctx.root);
     let (config_path, config_display) = ctx.project_target_display(file);
     let (plugin_path, plugin_display) = ctx.project_target_display(PLUGIN_PATH);
     Ok(vec![
