@@ -24,6 +24,10 @@ const EARLY_EVENTS: &[(&str, [u64; 3])] = &[
     ("SessionEnd", [1, 0, 85]),
 ];
 
+/// Hook events after v2.1.240, with the first release that has them, found by reading each
+/// release's binary (its hook event list): absent in 2.1.331, present in 2.1.332.
+const LATER_EVENTS: &[(&str, [u64; 3])] = &[("PreSkillShellCommand", [2, 1, 332])];
+
 /// Every event documented at v2.1.240.
 const EVENTS: &[&str] = &[
     "SessionStart",
@@ -54,6 +58,9 @@ const EVENTS: &[&str] = &[
     "WorktreeRemove",
     "PreCompact",
     "PostCompact",
+    // In 2.1.328's event list (the oldest release checked), not in the 2.1.240 docs.
+    "PreModelSwitch",
+    "PostModelSwitch",
     "Elicitation",
     "ElicitationResult",
     "SessionEnd",
@@ -200,11 +207,13 @@ fn hooks(d: &mut Doctor, agent: &Agent, file: &JsonFile) {
     let tolerant = agent.at_least(&TOLERANT_EVENTS);
     for (event, groups) in events {
         let event_line = file.line(&[Step::Key("hooks"), Step::Key(event)]);
+        let later = LATER_EVENTS.iter().find(|(e, _)| e == event);
         let known_since = EARLY_EVENTS
             .iter()
+            .chain(later)
             .find(|(e, _)| e == event)
             .map(|(_, v)| v);
-        let documented = EVENTS.contains(&event.as_str());
+        let documented = EVENTS.contains(&event.as_str()) || later.is_some();
         let too_new_for_this = known_since
             .zip(agent.numbers())
             .is_some_and(|(since, have)| crate::doctor::compare(&have, since).is_lt());

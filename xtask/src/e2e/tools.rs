@@ -46,7 +46,7 @@ pub const NODE: Pin = Pin {
 pub const AGENTS: &[Agent] = &[
     Agent {
         key: "claude",
-        pin: Pin::new("@anthropic-ai/claude-code", "2.1.328"),
+        pin: Pin::new("@anthropic-ai/claude-code", "2.1.332"),
         launch: Launch::Binary(&["node_modules/.bin/claude"]),
     },
     Agent {
