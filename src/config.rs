@@ -51,14 +51,16 @@ pub enum AgentId {
     Opencode,
     Kimi,
     Codex,
+    Copilot,
 }
 
 impl AgentId {
-    pub const ALL: [AgentId; 4] = [
+    pub const ALL: [AgentId; 5] = [
         AgentId::Claude,
         AgentId::Opencode,
         AgentId::Kimi,
         AgentId::Codex,
+        AgentId::Copilot,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -67,6 +69,7 @@ impl AgentId {
             AgentId::Opencode => "opencode",
             AgentId::Kimi => "kimi",
             AgentId::Codex => "codex",
+            AgentId::Copilot => "copilot",
         }
     }
 

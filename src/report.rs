@@ -38,6 +38,7 @@ pub fn owned(change: &Change) -> String {
                 Fragment::JsonHookGroup { path, command, .. } => {
                     format!("{} ({command})", path.join("."))
                 }
+                Fragment::JsonArrayItem { path, value } => format!("{}[] {value}", path.join(".")),
                 Fragment::TomlEntry { key, entry } => format!("[[{key}]] {}", entry.identity.1),
                 Fragment::TomlTable { path, .. } => {
                     format!("[{}]", crate::edit::toml::dotted(path))

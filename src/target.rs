@@ -30,6 +30,9 @@ pub enum Fragment {
         value: Value,
         command: String,
     },
+    /// One element of the array at `path`, equal to `value` (a trusted folder's path, say);
+    /// the user's other elements stay. Removal leaves it where the file held it before memloop.
+    JsonArrayItem { path: Vec<String>, value: Value },
     /// One entry of a TOML array of tables (`[[key]]`).
     TomlEntry { key: String, entry: Entry },
     /// The table at `path` (`[mcp_servers.memory]`) holds `fields`; with `whole`, nothing else.

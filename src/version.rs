@@ -15,6 +15,8 @@ pub enum Product {
     KimiCli,
     /// OpenAI Codex CLI (npm `@openai/codex`), `--version` prints `codex-cli 0.171.0`.
     Codex,
+    /// GitHub Copilot CLI (npm `@github/copilot`), `--version` prints `GitHub Copilot CLI 1.0.102.`.
+    Copilot,
 }
 
 impl Product {
@@ -24,6 +26,7 @@ impl Product {
             Product::OpenCode => "opencode",
             Product::KimiCode | Product::KimiCli => "kimi",
             Product::Codex => "codex",
+            Product::Copilot => "copilot",
         }
     }
 
@@ -34,6 +37,7 @@ impl Product {
             Product::KimiCode => "Kimi Code",
             Product::KimiCli => "kimi-cli",
             Product::Codex => "Codex",
+            Product::Copilot => "Copilot CLI",
         }
     }
 }

@@ -57,7 +57,7 @@ fn prompts_become_the_desired_state() {
     assert!(screen.contains("Add the Stop gate there?"), "{screen}");
     let config = std::fs::read_to_string(temp.path().join("repo/memloop.toml")).unwrap();
     assert!(
-        config.contains("agents = [\"claude\", \"kimi\", \"codex\"]"),
+        config.contains("agents = [\"claude\", \"kimi\", \"codex\", \"copilot\"]"),
         "{config}"
     );
     assert!(config.contains("layout = \"import\""), "{config}");
@@ -91,7 +91,7 @@ fn enter_alone_sets_up_every_agent_when_none_is_found() {
     let config = std::fs::read_to_string(temp.path().join("repo/memloop.toml"))
         .unwrap_or_else(|_| panic!("no memloop.toml:\n{screen}"));
     assert!(
-        config.contains("agents = [\"claude\", \"opencode\", \"kimi\", \"codex\"]"),
+        config.contains("agents = [\"claude\", \"opencode\", \"kimi\", \"codex\", \"copilot\"]"),
         "{config}"
     );
 }

@@ -1,4 +1,4 @@
-//! The agents memloop knows, one folder each (`claude/`, `opencode/`, `kimi/`, `codex/`): where its files
+//! The agents memloop knows, one folder each (`claude/`, `opencode/`, `kimi/`, `codex/`, `copilot/`): where its files
 //! are and what memloop owns in them, its doctor checks, its gate reader and its migrations,
 //! behind the `Agent` trait (`agent.rs`). Everything else reaches an agent through `of`, so a
 //! new agent is a new folder, a variant of `AgentId` and one line in `of`.
@@ -10,6 +10,7 @@
 mod agent;
 pub mod claude;
 pub mod codex;
+pub mod copilot;
 pub mod kimi;
 pub mod opencode;
 
@@ -30,6 +31,7 @@ pub fn of(id: AgentId) -> &'static dyn Agent {
         AgentId::Opencode => &opencode::Opencode,
         AgentId::Kimi => &kimi::Kimi,
         AgentId::Codex => &codex::Codex,
+        AgentId::Copilot => &copilot::Copilot,
     }
 }
 
@@ -54,13 +56,47 @@ pub fn wanted(ctx: &Context) -> anyhow::Result<Wanted> {
     let mut targets = crate::instructions::plan(ctx.root, ctx.config.layout, &ctx.config.agents)?;
     let mut skipped = Vec::new();
     for agent in enabled(ctx) {
-        targets.extend(agent.targets(ctx, &mut skipped)?);
+        for target in agent.targets(ctx, &mut skipped)? {
+            merge(&mut targets, target)?;
+        }
     }
     Ok(Wanted {
         targets,
         skipped,
         removed: Vec::new(),
     })
+}
+
+/// Adds `target`, or its readers to an earlier target wanting the same there (Claude Code and
+/// Copilot share `.mcp.json`'s entry): one path is planned once.
+fn merge(targets: &mut Vec<Target>, target: Target) -> anyhow::Result<()> {
+    match targets.iter_mut().find(|t| t.path == target.path) {
+        None => targets.push(target),
+        Some(earlier) if earlier.desired == target.desired => {
+            for agent in target.agents {
+                if !earlier.agents.contains(&agent) {
+                    earlier.agents.push(agent);
+                }
+            }
+        }
+        Some(earlier) => anyhow::bail!(
+            "{} would hold different memloop entries for {} and {}; this is a memloop bug, please report it",
+            target.display,
+            earlier
+                .agents
+                .iter()
+                .map(|a| a.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            target
+                .agents
+                .iter()
+                .map(|a| a.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+    Ok(())
 }
 
 /// The files of agents memloop.toml no longer names, whose fragments sync takes back: each

@@ -243,6 +243,26 @@ fn fragment_state(
                 line: json_line(text, &steps),
             }
         }
+        (Fragment::JsonArrayItem { path, value }, Format::Json(dialect)) => {
+            let what = format!("{value} in `{}`", path.join("."));
+            let items = parse(text, dialect)
+                .and_then(|v| get(&v, path).cloned())
+                .and_then(|v| v.as_array().cloned())
+                .unwrap_or_default();
+            let mut steps: Vec<Step> = path.iter().map(|k| Step::Key(k)).collect();
+            let drift = match items.iter().position(|item| item == value) {
+                Some(index) => {
+                    steps.push(Step::Index(index));
+                    Drift::Current
+                }
+                None => Drift::Missing,
+            };
+            State {
+                drift,
+                what,
+                line: json_line(text, &steps),
+            }
+        }
         (Fragment::JsonFirstMember { key, value }, Format::Json(dialect)) => {
             let what = format!("`{key}` (first key, so the agent never rewrites the file)");
             let drift = match parse(text, dialect).and_then(|v| v.get(key).cloned()) {

@@ -388,6 +388,21 @@ fn edit(
                     (Fragment::JsonHookGroup { path, command, .. }, Mode::Remove) => {
                         doc.remove_items(path, &|group| is_hook_group_for(group, command), &prune)
                     }
+                    (Fragment::JsonArrayItem { path, value }, Mode::Install) => {
+                        doc.upsert_item(path, value, &|item| item == value)?
+                    }
+                    (Fragment::JsonArrayItem { path, value }, Mode::Remove) => {
+                        // Unknown history (nothing recorded): the same path may be the
+                        // user's own entry, so it stays.
+                        let added_by_memloop = original_value.is_some_and(|original| {
+                            !lookup(original, path)
+                                .and_then(Value::as_array)
+                                .is_some_and(|items| items.contains(value))
+                        });
+                        if added_by_memloop {
+                            doc.remove_items(path, &|item| item == value, &prune)
+                        }
+                    }
                     _ => unreachable!("a JSON file holds JSON fragments"),
                 }
             }
