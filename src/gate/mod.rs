@@ -324,6 +324,13 @@ fn stop(
     let tools = ToolSets::new(&settings.gate).shell_defaults(reader.shell_tools());
     let store = Store::open()?;
 
+    if let Some(stop) = reader.stop_id(&input) {
+        phase("claiming the stop");
+        if !store.claim_stop(agent.as_str(), &stop)? {
+            // Another of memloop's hooks already judges this stop.
+            return Ok(Outcome::Allow(settings.note));
+        }
+    }
     phase("reading the agent's log");
     let reading = Reading {
         agent: agent.as_str(),
@@ -338,13 +345,6 @@ fn stop(
     else {
         return Ok(Outcome::Allow(settings.note));
     };
-    if let Some(stop) = reader.stop_id(&input) {
-        phase("claiming the stop");
-        if !store.claim_stop(agent.as_str(), &stop)? {
-            // Another of memloop's hooks already judged this stop.
-            return Ok(Outcome::Allow(settings.note));
-        }
-    }
     let due = rules::not_due(&state.session, active, &settings.gate).is_none();
     // Only a window with a shell call pays for git: edits made through it are not tool calls.
     if due

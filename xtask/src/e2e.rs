@@ -13,6 +13,7 @@ mod codex;
 mod codex_memloop;
 mod config;
 mod connected;
+mod copilot;
 mod doctor;
 mod fake_model;
 mod fake_responses;
@@ -166,6 +167,31 @@ const SCENARIOS: &[Scenario] = &[
         about: "Codex edits through exec_command, memloop's gate sends it back, it stores over MCP, the next stop passes",
         run: codex_memloop::gate,
     },
+    Scenario {
+        name: "config-copilot",
+        about: "memloop init: untrusted without consent (no workspace server); after sync --user-scope copilot mcp list loads memory from .mcp.json, instruction list reads the rules once, doctor --live agrees; uninstall removes the trust",
+        run: copilot::config,
+    },
+    Scenario {
+        name: "connected-copilot",
+        about: "`copilot -p` offers memory-memory_store from the shared .mcp.json and the call reaches memloop serve",
+        run: copilot::connected,
+    },
+    Scenario {
+        name: "gate-copilot",
+        about: "Copilot writes with create, memloop's agentStop gate blocks on stdout, it stores over MCP, the next stop passes",
+        run: |c, s| copilot::gate(c, s, copilot::Hooks::Own),
+    },
+    Scenario {
+        name: "gate-copilot-claude-hook",
+        about: "Claude Code and Copilot set up, Copilot's own hook removed: Copilot runs Claude's Stop hook, the gate takes it for Copilot's and answers Copilot's way, once",
+        run: |c, s| copilot::gate(c, s, copilot::Hooks::ClaudeOnly),
+    },
+    Scenario {
+        name: "gate-copilot-both-hooks",
+        about: "Claude Code and Copilot set up: Copilot runs both memloop hooks for each stop, and the gate gives exactly one verdict",
+        run: |c, s| copilot::gate(c, s, copilot::Hooks::Both),
+    },
     // Probes of Codex itself with hand-written files (the facts the adapter rests on, such as a
     // stale hash reported as modified and a hook blocking with exit 2); xtask/src/e2e/codex.rs.
     Scenario {
@@ -302,11 +328,12 @@ pub fn run(args: &[String]) -> Result<()> {
     println!("e2e: testing {}", ctx.memloop.display());
     println!("     {}", ctx.caps.summary());
     println!(
-        "     agents: claude {}, opencode {}, kimi {}, codex {} on node {}",
+        "     agents: claude {}, opencode {}, kimi {}, codex {}, copilot {} on node {}",
         tools::CLAUDE.version,
         tools::OPENCODE.version,
         tools::KIMI.version,
         tools::CODEX.version,
+        tools::COPILOT.version,
         tools::NODE.version
     );
 

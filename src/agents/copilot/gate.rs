@@ -20,6 +20,7 @@
 //! parse are skipped. Facts: xtask/src/e2e/copilot_facts.md.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use serde::Deserialize;
@@ -128,6 +129,7 @@ struct Row {
     #[serde(rename = "type")]
     kind: Option<String>,
     data: Option<Data>,
+    timestamp: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -159,17 +161,63 @@ fn apply(state: &mut State, row: Row, tools: &ToolSets) {
     }
 }
 
-/// Reads what was appended to the session's events since the last check into `state`.
-pub fn collect(state: &mut State, events: &Path, tools: &ToolSets) -> anyhow::Result<()> {
-    let mut file = state::open_log(events)?;
-    let (offset, verified) = state.resume_single(events, &mut file)?;
-    let end = jsonl::read_rows(&file, offset, b"\"type\"", |row: Row| {
-        apply(state, row, tools)
-    })
-    .and_then(|end| Cursor::after(events, &mut file, end, verified.as_ref()))
-    .with_context(|| format!("cannot read {}", events.display()))?;
+/// How long the gate waits for Copilot to write the stop's turn to `events.jsonl`: Copilot
+/// writes the file in batches, and may not have created it yet when the first stop's hook runs.
+pub const CATCH_UP: Duration = Duration::from_millis(2500);
+
+/// Reads what was appended to the session's events since the last check into `state`. With the
+/// stop's time (`stop_ms`), goes on reading until the newest row ends the turn
+/// (`assistant.turn_end`) or is as new as the stop, for at most `wait`; false when it never did.
+pub fn collect(
+    state: &mut State,
+    events: &Path,
+    tools: &ToolSets,
+    stop_ms: Option<u64>,
+    wait: Duration,
+) -> anyhow::Result<bool> {
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(5);
+    let nap = |pause: &mut Duration| {
+        std::thread::sleep(*pause);
+        *pause = (*pause * 2).min(Duration::from_millis(100));
+    };
+    let mut file = loop {
+        match state::open_log(events) {
+            Ok(file) => break file,
+            Err(_) if stop_ms.is_some() && started.elapsed() < wait => nap(&mut pause),
+            Err(err) => return Err(err),
+        }
+    };
+    let (mut offset, verified) = state.resume_single(events, &mut file)?;
+    let caught = loop {
+        let mut newest: Option<(Option<String>, Option<u64>)> = None;
+        offset = jsonl::read_rows(&file, offset, b"\"type\"", |row: Row| {
+            newest = Some((
+                row.kind.clone(),
+                row.timestamp.as_deref().and_then(iso_millis),
+            ));
+            apply(state, row, tools)
+        })
+        .with_context(|| format!("cannot read {}", events.display()))?;
+        let done = match (stop_ms, &newest) {
+            (None, _) => true,
+            (Some(stop), Some((kind, at))) => {
+                kind.as_deref() == Some("assistant.turn_end") || at.is_some_and(|at| at >= stop)
+            }
+            (Some(_), None) => false,
+        };
+        if done {
+            break true;
+        }
+        if started.elapsed() >= wait {
+            break false;
+        }
+        nap(&mut pause);
+    };
+    let end = Cursor::after(events, &mut file, offset, verified.as_ref())
+        .with_context(|| format!("cannot read {}", events.display()))?;
     state.cursors = vec![end];
-    Ok(())
+    Ok(caught)
 }
 
 impl Reader for super::Copilot {
@@ -184,12 +232,21 @@ impl Reader for super::Copilot {
         // The stop right after memloop's own block goes through, whether or not Copilot said
         // `stop_hook_active`: it never sees a second block in a row.
         let active = input.stop_hook_active || state.blocked_last;
+        let stop_ms = input.stop.as_deref().and_then(|ms| ms.parse().ok());
         let read = std::path::absolute(&input.transcript)
             .with_context(|| format!("cannot resolve {}", input.transcript.display()))
-            .and_then(|events| collect(&mut state, &events, reading.tools));
+            .and_then(|events| collect(&mut state, &events, reading.tools, stop_ms, CATCH_UP));
         match read {
             Err(_) if active => return Ok(None),
-            other => other?,
+            Ok(false) => store.debug(&format!(
+                "copilot session {}: {} did not reach the stop within {} ms; judged what it held",
+                input.session_id,
+                input.transcript.display(),
+                CATCH_UP.as_millis()
+            )),
+            other => {
+                other?;
+            }
         }
         Ok(Some(Session {
             slot,
@@ -328,14 +385,46 @@ mod tests {
         std::fs::write(&path, EVENTS[..5].join("\n") + "\n").unwrap();
         let tools = ToolSets::new(&GateConfig::default());
         let mut state = State::fresh();
-        collect(&mut state, &path, &tools).unwrap();
+        assert!(collect(&mut state, &path, &tools, None, Duration::ZERO).unwrap());
         assert_eq!((state.session.entries, state.session.tool_calls), (1, 1));
         let mut file = std::fs::OpenOptions::new()
             .append(true)
             .open(&path)
             .unwrap();
         std::io::Write::write_all(&mut file, (EVENTS[5..].join("\n") + "\n").as_bytes()).unwrap();
-        collect(&mut state, &path, &tools).unwrap();
+        assert!(collect(&mut state, &path, &tools, None, Duration::ZERO).unwrap());
         assert_eq!((state.session.entries, state.session.tool_calls), (3, 3));
+    }
+
+    #[test]
+    fn the_read_waits_for_events_copilot_has_not_written_yet() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let tools = ToolSets::new(&GateConfig::default());
+        let late = path.clone();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(150));
+            let rows = [
+                EVENTS[2],
+                EVENTS[3],
+                r#"{"type":"assistant.turn_end","data":{}}"#,
+            ];
+            std::fs::write(&late, rows.join("\n") + "\n").unwrap();
+        });
+        let mut state = State::fresh();
+        let caught = collect(&mut state, &path, &tools, Some(1), Duration::from_secs(5)).unwrap();
+        writer.join().unwrap();
+        assert!(caught, "the file appeared and ended the turn");
+        assert_eq!((state.session.entries, state.session.tool_calls), (1, 1));
+        // Mid-turn rows only: the read gives up after the wait and says so.
+        let mut state = State::fresh();
+        std::fs::write(&path, EVENTS[2].to_owned() + "\n").unwrap();
+        let far = Some(u64::MAX);
+        assert!(!collect(&mut state, &path, &tools, far, Duration::from_millis(30)).unwrap());
+        let missing = dir.path().join("none.jsonl");
+        assert!(
+            collect(&mut State::fresh(), &missing, &tools, None, Duration::ZERO).is_err(),
+            "without a stop time a missing file is an error at once"
+        );
     }
 }

