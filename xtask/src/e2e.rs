@@ -144,7 +144,7 @@ const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "doctor-live",
-        about: "`memloop doctor --live` on a correct install: claude mcp get, opencode debug config, kimi doctor config, codex mcp list --json and features list, and the server probe all ok",
+        about: "`memloop doctor --live` on a correct install: claude mcp get, opencode debug config, kimi doctor config, codex mcp list --json and features list, copilot mcp list and instruction list, and the server probe all ok",
         run: doctor::live,
     },
     Scenario {

@@ -12,11 +12,14 @@ use super::{Ctx, agents, memloop};
 pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     ctx.caps.need_serve()?;
     memloop::install(sb, &ctx.caps, ctx.hand_written, None)?;
-    // Codex too, with the harness's user config for memloop to add its trust entries to.
+    // Codex and Copilot too, with Codex's harness user config for memloop to add its trust
+    // entries to (Copilot's config.json memloop creates).
     super::codex::set_up_harness(sb, None)?;
     let config = sb.repo.join("memloop.toml");
     let text = std::fs::read_to_string(&config)?;
-    let with_codex = text.replace("\"kimi\"]", "\"kimi\", \"codex\"]");
+    let with_codex = text.replace("\"kimi\"]", "\"kimi\", \"codex\", \"copilot\"]");
+    // Copilot offline: `copilot mcp list` and `instruction list` need no network.
+    sb.set_env("COPILOT_OFFLINE", "true");
     if with_codex == text {
         bail!("memloop.toml names no agents list to add codex to:\n{text}");
     }
@@ -48,7 +51,7 @@ pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         .context("the report has no findings")?;
     let live: Vec<&Value> = findings
         .iter()
-        .filter(|f| matches!(f["id"].as_str(), Some(id) if id.ends_with(".live") || id == "codex.live-hooks" || id == "memloop.server-probe"))
+        .filter(|f| matches!(f["id"].as_str(), Some(id) if id.ends_with(".live") || id == "codex.live-hooks" || id == "copilot.live-instructions" || id == "memloop.server-probe"))
         .collect();
     let failed: Vec<String> = live
         .iter()
@@ -68,6 +71,8 @@ pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         "opencode.live",
         "kimi.live",
         "codex.live",
+        "copilot.live",
+        "copilot.live-instructions",
         "memloop.server-probe",
     ] {
         if !seen.contains(id) {
