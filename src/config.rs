@@ -53,16 +53,18 @@ pub enum AgentId {
     Codex,
     Gemini,
     Qwen,
+    Copilot,
 }
 
 impl AgentId {
-    pub const ALL: [AgentId; 6] = [
+    pub const ALL: [AgentId; 7] = [
         AgentId::Claude,
         AgentId::Opencode,
         AgentId::Kimi,
         AgentId::Codex,
         AgentId::Gemini,
         AgentId::Qwen,
+        AgentId::Copilot,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -73,6 +75,7 @@ impl AgentId {
             AgentId::Codex => "codex",
             AgentId::Gemini => "gemini",
             AgentId::Qwen => "qwen",
+            AgentId::Copilot => "copilot",
         }
     }
 

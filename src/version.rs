@@ -19,6 +19,8 @@ pub enum Product {
     Gemini,
     /// Qwen Code (npm `@qwen-code/qwen-code`), `--version` prints the bare version (`0.24.4`).
     Qwen,
+    /// GitHub Copilot CLI (npm `@github/copilot`), `--version` prints `GitHub Copilot CLI 1.0.102.`.
+    Copilot,
 }
 
 impl Product {
@@ -30,6 +32,7 @@ impl Product {
             Product::Codex => "codex",
             Product::Gemini => "gemini",
             Product::Qwen => "qwen",
+            Product::Copilot => "copilot",
         }
     }
 
@@ -42,6 +45,7 @@ impl Product {
             Product::Codex => "Codex",
             Product::Gemini => "Gemini CLI",
             Product::Qwen => "Qwen Code",
+            Product::Copilot => "Copilot CLI",
         }
     }
 }

@@ -16,6 +16,8 @@ struct Gate {
 
 struct Run {
     code: i32,
+    /// Empty, or Copilot's one-line block decision.
+    stdout: String,
     stderr: String,
 }
 
@@ -57,9 +59,16 @@ impl Gate {
             .write_all(stdin.as_bytes())
             .unwrap();
         let out = child.wait_with_output().unwrap();
-        assert!(out.stdout.is_empty(), "stdout must stay empty: {out:?}");
+        let stdout = String::from_utf8(out.stdout.clone()).unwrap();
+        let decision = serde_json::from_str::<Value>(stdout.trim())
+            .is_ok_and(|v| v["decision"] == "block" && v["reason"].is_string());
+        assert!(
+            stdout.is_empty() || (decision && stdout.lines().count() == 1),
+            "stdout must stay empty but for a block decision: {out:?}"
+        );
         Run {
             code: out.status.code().unwrap(),
+            stdout,
             stderr: String::from_utf8(out.stderr).unwrap(),
         }
     }
@@ -1040,4 +1049,78 @@ fn gemini_reads_the_chat_recording_and_survives_a_rewind() {
     );
     let run = stop(&gate, false);
     assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+fn copilot_row(kind: &str, data: Value) -> String {
+    json!({"type": kind, "data": data, "timestamp": "2026-12-01T12:14:35.000Z"}).to_string()
+}
+
+/// A Copilot session's `events.jsonl` at a stop: two file writes and a shell call, no store.
+fn copilot_events(gate: &Gate, session: &str) -> PathBuf {
+    let path = gate.path(&format!(
+        "home/.copilot/session-state/{session}/events.jsonl"
+    ));
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let mut rows = Vec::new();
+    for tool in ["create", "create", "view"] {
+        rows.push(copilot_row("assistant.message", json!({"content": ""})));
+        rows.push(copilot_row(
+            "tool.execution_start",
+            json!({"toolName": tool}),
+        ));
+    }
+    rows.push(copilot_row("assistant.message", json!({"content": "done"})));
+    rows.push(copilot_row("assistant.turn_end", json!({"turnId": "3"})));
+    append(&path, &lines(&rows));
+    path
+}
+
+#[test]
+fn copilot_blocks_on_stdout_and_its_claude_shaped_call_for_the_same_stop_is_a_no_op() {
+    let gate = Gate::new();
+    let events = copilot_events(&gate, "cs1");
+    // Copilot's agentStop input, then the same stop as Copilot passes it to Claude's hook.
+    let own = json!({"sessionId": "cs1", "timestamp": 1796127275130_u64, "cwd": gate.repo(),
+        "transcriptPath": events, "stopReason": "end_turn", "stop_hook_active": false});
+    let run = gate.run(&["hook", "stop", "--agent", "copilot"], &own);
+    assert_eq!(
+        run.code, 0,
+        "Copilot reads a block on stdout, never exit 2: {}",
+        run.stderr
+    );
+    let answer: Value = serde_json::from_str(run.stdout.trim()).expect(&run.stdout);
+    assert_eq!(answer["decision"], "block");
+    assert!(
+        answer["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("KNOWLEDGE CHECK:")
+    );
+    let claude_shaped = json!({"hook_event_name": "Stop", "session_id": "cs1",
+        "timestamp": "2026-12-01T12:14:35.130Z", "cwd": gate.repo(), "transcript_path": events,
+        "stop_reason": "end_turn", "stop_hook_active": false});
+    let run = gate.run(&["hook", "stop", "--agent", "claude"], &claude_shaped);
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{}", run.stderr);
+}
+
+#[test]
+fn claudes_hook_run_by_copilot_is_judged_as_copilots() {
+    let gate = Gate::new();
+    let events = copilot_events(&gate, "cs2");
+    let claude_shaped = json!({"hook_event_name": "Stop", "session_id": "cs2",
+        "timestamp": "2026-12-01T12:14:35.130Z", "cwd": gate.repo(), "transcript_path": events,
+        "stop_reason": "end_turn", "stop_hook_active": false});
+    let run = gate.run(&["hook", "stop", "--agent", "claude"], &claude_shaped);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let answer: Value = serde_json::from_str(run.stdout.trim()).expect(&run.stdout);
+    assert_eq!(
+        answer["decision"], "block",
+        "read with Copilot's reader: {answer}"
+    );
+    // The retry Copilot makes after the block is let through.
+    let retry = json!({"hook_event_name": "Stop", "session_id": "cs2",
+        "timestamp": "2026-12-01T12:14:36.000Z", "cwd": gate.repo(), "transcript_path": events,
+        "stop_hook_active": true});
+    let run = gate.run(&["hook", "stop", "--agent", "claude"], &retry);
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{}", run.stderr);
 }

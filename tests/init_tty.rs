@@ -58,7 +58,9 @@ fn prompts_become_the_desired_state() {
     assert!(screen.contains("Add the Stop gate there?"), "{screen}");
     let config = std::fs::read_to_string(temp.path().join("repo/memloop.toml")).unwrap();
     assert!(
-        config.contains("agents = [\"claude\", \"kimi\", \"codex\", \"gemini\", \"qwen\"]"),
+        config.contains(
+            "agents = [\"claude\", \"kimi\", \"codex\", \"gemini\", \"qwen\", \"copilot\"]"
+        ),
         "{config}"
     );
     assert!(config.contains("layout = \"import\""), "{config}");
@@ -99,7 +101,7 @@ fn enter_alone_sets_up_every_agent_when_none_is_found() {
         .unwrap_or_else(|_| panic!("no memloop.toml:\n{screen}"));
     assert!(
         config.contains(
-            "agents = [\"claude\", \"opencode\", \"kimi\", \"codex\", \"gemini\", \"qwen\"]"
+            "agents = [\"claude\", \"opencode\", \"kimi\", \"codex\", \"gemini\", \"qwen\", \"copilot\"]"
         ),
         "{config}"
     );

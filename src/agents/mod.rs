@@ -1,7 +1,6 @@
-//! The agents memloop knows, one folder each (`claude/`, `opencode/`, `kimi/`, `codex/`, `gemini/`, `qwen/`): where
-//! its files
-//! are and what memloop owns in them, its doctor checks, its gate reader and its migrations,
-//! behind the `Agent` trait (`agent.rs`). Everything else reaches an agent through `of`, so a
+//! The agents memloop knows, one folder each (`claude/`, `opencode/`, `kimi/`, `codex/`, `gemini/`, `qwen/`,
+//! `copilot/`): where its files are and what memloop owns in them, its doctor checks, its gate reader
+//! and its migrations, behind the `Agent` trait (`agent.rs`). Everything else reaches an agent through `of`, so a
 //! new agent is a new folder, a variant of `AgentId` and one line in `of`.
 //!
 //! What the agents share sits below them: `crate::instructions` (the rules files `CLAUDE.md` and
@@ -11,6 +10,7 @@
 mod agent;
 pub mod claude;
 pub mod codex;
+pub mod copilot;
 pub mod gemini;
 pub mod kimi;
 pub mod opencode;
@@ -35,6 +35,7 @@ pub fn of(id: AgentId) -> &'static dyn Agent {
         AgentId::Codex => &codex::Codex,
         AgentId::Gemini => &gemini::Gemini,
         AgentId::Qwen => &qwen::Qwen,
+        AgentId::Copilot => &copilot::Copilot,
     }
 }
 
@@ -59,7 +60,9 @@ pub fn wanted(ctx: &Context) -> anyhow::Result<Wanted> {
     let mut targets = crate::instructions::plan(ctx.root, ctx.config.layout, &ctx.config.agents)?;
     let mut skipped = Vec::new();
     for agent in enabled(ctx) {
-        targets.extend(agent.targets(ctx, &mut skipped)?);
+        for target in agent.targets(ctx, &mut skipped)? {
+            merge(&mut targets, target)?;
+        }
     }
     if ctx.trusted {
         targets.extend(trust(ctx)?);
@@ -78,6 +81,38 @@ pub fn trust(ctx: &Context) -> anyhow::Result<Vec<Target>> {
         targets.extend(agent.trust(ctx)?);
     }
     Ok(targets)
+}
+
+/// Adds `target`, or its readers to an earlier target wanting the same there (Claude Code and
+/// Copilot share `.mcp.json`'s entry): one path is planned once.
+fn merge(targets: &mut Vec<Target>, target: Target) -> anyhow::Result<()> {
+    match targets.iter_mut().find(|t| t.path == target.path) {
+        None => targets.push(target),
+        Some(earlier) if earlier.desired == target.desired => {
+            for agent in target.agents {
+                if !earlier.agents.contains(&agent) {
+                    earlier.agents.push(agent);
+                }
+            }
+        }
+        Some(earlier) => anyhow::bail!(
+            "{} would hold different memloop entries for {} and {}; this is a memloop bug, please report it",
+            target.display,
+            earlier
+                .agents
+                .iter()
+                .map(|a| a.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            target
+                .agents
+                .iter()
+                .map(|a| a.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+    Ok(())
 }
 
 /// The files of agents memloop.toml no longer names, whose fragments sync takes back: each

@@ -180,7 +180,15 @@ pub fn examine(repo: &Repo, options: &Options) -> Report {
     for agent in &enabled {
         agent.check_wiring(&mut d);
     }
-    let mcp_files: Vec<_> = enabled.iter().flat_map(|a| a.mcp_files()).collect();
+    let mut mcp_files: Vec<_> = enabled.iter().flat_map(|a| a.mcp_files()).collect();
+    // A file two agents share (`.mcp.json`) is scanned once.
+    let mut scanned = Vec::new();
+    mcp_files.retain(|file| {
+        !scanned.contains(&file.name) && {
+            scanned.push(file.name);
+            true
+        }
+    });
     wiring::secrets(&mut d, &mcp_files);
     for agent in &enabled {
         agent.check(&mut d);

@@ -18,7 +18,7 @@ pub struct InitArgs {
     /// Take the flags (and defaults) as the answers; never prompt.
     #[arg(long, short = 'y')]
     pub yes: bool,
-    /// Agents to set up, comma-separated: claude, opencode, kimi, codex, gemini, qwen.
+    /// Agents to set up, comma-separated: claude, opencode, kimi, codex, gemini, qwen, copilot.
     #[arg(long, value_delimiter = ',', value_parser = parse_agent)]
     pub agents: Vec<AgentId>,
     /// Name of the memory server in every agent's config.
@@ -39,7 +39,7 @@ pub struct InitArgs {
     /// How AGENTS.md shares the rules with CLAUDE.md.
     #[arg(long, value_enum)]
     pub layout: Option<LayoutArg>,
-    /// Allow writing the agents' user config outside the repository (Kimi's Stop hook, Gemini's folder trust, Qwen's server approval).
+    /// Allow writing the agents' user config outside the repository (Kimi's Stop hook, Gemini's folder trust, Qwen's server approval, Copilot's folder trust).
     #[arg(long)]
     pub user_scope: bool,
     /// Also give this repository the per-machine approvals the agents need (`memloop trust --yes`).
@@ -202,7 +202,7 @@ fn from_flags(root: &Path, args: &InitArgs) -> anyhow::Result<(Config, bool)> {
     };
     if agents.is_empty() {
         bail!(
-            "no agent found on PATH or in the repository: name them with --agents claude,opencode,kimi,codex,gemini,qwen"
+            "no agent found on PATH or in the repository: name them with --agents claude,opencode,kimi,codex,gemini,qwen,copilot"
         );
     }
     let config = Config {

@@ -313,3 +313,58 @@ fn reader_sees(d: &mut Doctor, agent: AgentId, program: &str, name: &str, found:
     };
     d.push(finding);
 }
+
+/// For an agent that reads every one of `names` and shows identical texts once (Copilot CLI
+/// lists a symlinked or copied `AGENTS.md` and `CLAUDE.md` as one source): the memory rules must
+/// reach it exactly once. A lost or dangling link is the shared `agents-link` check's.
+pub fn each_of(d: &mut Doctor, agent: AgentId, program: &str, names: &[&'static str]) {
+    let root = d.repo.root.clone();
+    let sync = d.sync_command(false);
+    let mut seen: Vec<String> = Vec::new();
+    let mut holding: Vec<(&str, usize)> = Vec::new();
+    for name in names {
+        let Read::Text { text, .. } = read(&root.join(name)) else {
+            continue;
+        };
+        if seen.contains(&text) {
+            continue;
+        }
+        if let Rules::Current(line) | Rules::Different(line) = rules_in(&text) {
+            holding.push((name, line));
+        }
+        seen.push(text);
+    }
+    let finding = match holding.as_slice() {
+        [] => Finding::error(
+            agent,
+            "instructions",
+            format!(
+                "none of {} holds memloop's rules block, so {program} never hears the memory rules",
+                names.join(", ")
+            ),
+        )
+        .file(names[0])
+        .by_sync(sync),
+        [(name, line)] => Finding::ok(
+            agent,
+            "instructions",
+            format!("{name} holds the memory rules {program} reads, once"),
+        )
+        .at(*name, Some(*line)),
+        [(first, line), rest @ ..] => {
+            let others: Vec<&str> = rest.iter().map(|(name, _)| *name).collect();
+            Finding::warning(
+                agent,
+                "instructions-twice",
+                format!(
+                    "the memory rules reach {program} {} times: {first} and {} hold them in different texts, and {program} reads each (it merges only identical files)",
+                    holding.len(),
+                    others.join(", ")
+                ),
+            )
+            .at(*first, Some(*line))
+            .fix("keep the rules in one file: make AGENTS.md a symlink to CLAUDE.md (layout = \"symlink\" in memloop.toml), or remove the block from one of them")
+        }
+    };
+    d.push(finding);
+}

@@ -112,11 +112,38 @@ pub trait Reader: Sync {
     /// files changed in the worktree as edits (`[gate] shell_tools` overrides them).
     fn shell_tools(&self) -> &'static [&'static str];
 
+    /// Whether `input` is this agent's, whatever `--agent` said: an agent that runs another
+    /// agent's hooks (Copilot runs `.claude/settings.json`) sends its own payload to them.
+    fn recognises(&self, _input: &Value) -> bool {
+        false
+    }
+
+    /// What names this one stop in `input`, for an agent that may run more than one of
+    /// memloop's hooks for it (Copilot: its own and Claude Code's); only the first judges.
+    fn stop_id(&self, _input: &Value) -> Option<String> {
+        None
+    }
+
+    /// How a block reaches this agent.
+    fn answer(&self) -> Answer {
+        Answer::ExitTwo
+    }
+
     /// How `memloop hook record` stores one tool call, for an agent whose plugin reports each
     /// call; `None` where the calls are read from the agent's own log.
     fn recorder(&self) -> Option<fn(&Value, &Store) -> anyhow::Result<()>> {
         None
     }
+}
+
+/// How an agent reads a block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// Exit 2, the message on stderr (Claude Code, Kimi, Codex; the OpenCode plugin).
+    ExitTwo,
+    /// Exit 0, `{"decision": "block", "reason": <message>}` on stdout (Copilot, for which
+    /// exit 2 is only a warning).
+    StdoutDecision,
 }
 
 /// What a reader is given besides the input.
@@ -149,7 +176,7 @@ fn parse_agent(arg: &AgentArg) -> anyhow::Result<AgentId> {
 
 enum Outcome {
     Allow(Option<String>),
-    Block(String),
+    Block(String, Answer),
 }
 
 /// The whole of one `memloop hook` run, well under the 15 s the installed hooks allow (10 s
@@ -207,7 +234,7 @@ pub fn run(
 ) -> anyhow::Result<ExitCode> {
     start_watchdog();
     let outcome = match args.command {
-        Some(HookCommand::Stop(arg)) => parse_agent(&arg).and_then(|id| stop(id, reader(id))),
+        Some(HookCommand::Stop(arg)) => parse_agent(&arg).and_then(|id| stop(id, reader)),
         Some(HookCommand::Record(arg)) => parse_agent(&arg).and_then(|id| record(id, reader(id))),
         Some(HookCommand::SessionStart(args)) => return Ok(crate::serve::session_start_hook(args)),
         Some(HookCommand::Unknown(words)) => Err(anyhow::anyhow!(
@@ -227,9 +254,15 @@ pub fn run(
                 }
                 ExitCode::SUCCESS
             }
-            Ok(Outcome::Block(message)) => {
+            Ok(Outcome::Block(message, Answer::ExitTwo)) => {
                 eprintln!("{}", one_line(&message));
                 ExitCode::from(2)
+            }
+            Ok(Outcome::Block(message, Answer::StdoutDecision)) => {
+                let decision =
+                    serde_json::json!({"decision": "block", "reason": one_line(&message)});
+                println!("{decision}");
+                ExitCode::SUCCESS
             }
             Err(err) => {
                 eprintln!(
@@ -274,10 +307,15 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn stop(agent: AgentId, reader: &dyn Reader) -> anyhow::Result<Outcome> {
+fn stop(
+    named: AgentId,
+    readers: &dyn Fn(AgentId) -> &'static dyn Reader,
+) -> anyhow::Result<Outcome> {
     let started = std::time::SystemTime::now();
     phase("reading the hook input on stdin");
     let input = read_input()?;
+    let agent = whose(named, &input, readers);
+    let reader = readers(agent);
     phase("reading memloop.toml");
     let cwd = text_field(&input, &["cwd", "directory"])
         .map(PathBuf::from)
@@ -286,6 +324,13 @@ fn stop(agent: AgentId, reader: &dyn Reader) -> anyhow::Result<Outcome> {
     let tools = ToolSets::new(&settings.gate).shell_defaults(reader.shell_tools());
     let store = Store::open()?;
 
+    if let Some(stop) = reader.stop_id(&input) {
+        phase("claiming the stop");
+        if !store.claim_stop(agent.as_str(), &stop)? {
+            // Another of memloop's hooks already judges this stop.
+            return Ok(Outcome::Allow(settings.note));
+        }
+    }
     phase("reading the agent's log");
     let reading = Reading {
         agent: agent.as_str(),
@@ -327,9 +372,25 @@ fn stop(agent: AgentId, reader: &dyn Reader) -> anyhow::Result<Outcome> {
     phase("saving the gate state");
     store.save(&slot, &state)?;
     Ok(match verdict.message() {
-        Some(message) => Outcome::Block(message),
+        Some(message) => Outcome::Block(message, reader.answer()),
         None => Outcome::Allow(settings.note),
     })
+}
+
+/// The agent whose payload `input` is: `named` (`--agent`), unless another agent's reader
+/// recognises it as its own (Copilot running Claude Code's Stop hook).
+fn whose(
+    named: AgentId,
+    input: &Value,
+    readers: &dyn Fn(AgentId) -> &'static dyn Reader,
+) -> AgentId {
+    if readers(named).recognises(input) {
+        return named;
+    }
+    AgentId::ALL
+        .into_iter()
+        .find(|other| *other != named && readers(*other).recognises(input))
+        .unwrap_or(named)
 }
 
 fn record(agent: AgentId, reader: &dyn Reader) -> anyhow::Result<Outcome> {

@@ -201,6 +201,28 @@ impl Store {
             })
     }
 
+    /// Claims the verdict on the stop `stop` of an agent (`Reader::stop_id`): true for the first
+    /// hook run that asks, false for every later one, even one running at the same time (the
+    /// claim is a file created exclusively). Claims are pruned with the sessions' files.
+    pub fn claim_stop(&self, agent: &str, stop: &str) -> anyhow::Result<bool> {
+        let name = format!("{}.stop", session_key(agent, stop));
+        let path = self.dir.join(name);
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        match options.open(&path) {
+            Ok(_) => Ok(true),
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+            Err(err) => {
+                Err(err).with_context(|| format!("cannot write the stop claim {}", path.display()))
+            }
+        }
+    }
+
     /// Removes files of other sessions untouched for seven days, and temp files left by older
     /// memloop versions. Best effort: what cannot be removed now is tried at the next stop.
     fn prune(&self, keep: &str) {
@@ -330,7 +352,7 @@ fn is_ours(name: &str) -> bool {
     };
     key.len() == HASH_HEX
         && key.bytes().all(|b| b.is_ascii_hexdigit())
-        && matches!(rest, "ledger" | "0.state" | "1.state")
+        && matches!(rest, "ledger" | "0.state" | "1.state" | "stop")
 }
 
 fn is_old(entry: &fs::DirEntry, now: SystemTime) -> bool {

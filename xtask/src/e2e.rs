@@ -13,6 +13,7 @@ mod codex;
 mod codex_memloop;
 mod config;
 mod connected;
+mod copilot;
 mod doctor;
 mod fake_gemini;
 mod fake_model;
@@ -148,7 +149,7 @@ const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "doctor-live",
-        about: "`memloop doctor --live` on a correct install: claude mcp get, opencode debug config, kimi doctor config, codex mcp list --json and features list, gemini mcp list, qwen mcp list, and the server probe all ok",
+        about: "`memloop doctor --live` on a correct install: claude mcp get, opencode debug config, kimi doctor config, codex mcp list --json and features list, gemini mcp list, qwen mcp list, copilot mcp list and instruction list, and the server probe all ok",
         run: doctor::live,
     },
     Scenario {
@@ -200,6 +201,31 @@ const SCENARIOS: &[Scenario] = &[
         name: "gate-gemini",
         about: "Gemini writes files, memloop's AfterAgent gate sends it back, it looks up and stores over MCP, the next stop passes",
         run: gemini_memloop::gate,
+    },
+    Scenario {
+        name: "config-copilot",
+        about: "memloop init: untrusted without consent (no workspace server); after sync --user-scope copilot mcp list loads memory from .mcp.json, instruction list reads the rules once, doctor --live agrees; uninstall removes the trust",
+        run: copilot::config,
+    },
+    Scenario {
+        name: "connected-copilot",
+        about: "`copilot -p` offers memory-memory_store from the shared .mcp.json and the call reaches memloop serve",
+        run: copilot::connected,
+    },
+    Scenario {
+        name: "gate-copilot",
+        about: "Copilot writes with create, memloop's agentStop gate blocks on stdout, it stores over MCP, the next stop passes",
+        run: |c, s| copilot::gate(c, s, copilot::Hooks::Own),
+    },
+    Scenario {
+        name: "gate-copilot-claude-hook",
+        about: "Claude Code and Copilot set up, Copilot's own hook removed: Copilot runs Claude's Stop hook, the gate takes it for Copilot's and answers Copilot's way, once",
+        run: |c, s| copilot::gate(c, s, copilot::Hooks::ClaudeOnly),
+    },
+    Scenario {
+        name: "gate-copilot-both-hooks",
+        about: "Claude Code and Copilot set up: Copilot runs both memloop hooks for each stop, and the gate gives exactly one verdict",
+        run: |c, s| copilot::gate(c, s, copilot::Hooks::Both),
     },
     // Probes of Codex itself with hand-written files (the facts the adapter rests on, such as a
     // stale hash reported as modified and a hook blocking with exit 2); xtask/src/e2e/codex.rs.

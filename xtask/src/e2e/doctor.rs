@@ -12,15 +12,20 @@ use super::{Ctx, agents, memloop};
 pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     ctx.caps.need_serve()?;
     memloop::install(sb, &ctx.caps, ctx.hand_written, None)?;
-    // Codex and Qwen Code too, with the user configs memloop adds their trust entries and
-    // approval to.
+    // Codex, Gemini CLI, Qwen Code and Copilot too, with the user configs memloop adds their trust
+    // entries and approval to (Copilot's config.json memloop creates).
     super::codex::set_up_harness(sb, None)?;
     super::qwen::set_up_user(sb, None, false)?;
     // And Gemini, whose folder trust memloop adds with the same consent.
     super::gemini_memloop::set_up_harness(sb, None)?;
     let config = sb.repo.join("memloop.toml");
     let text = std::fs::read_to_string(&config)?;
-    let with_codex = text.replace("\"kimi\"]", "\"kimi\", \"codex\", \"gemini\", \"qwen\"]");
+    let with_codex = text.replace(
+        "\"kimi\"]",
+        "\"kimi\", \"codex\", \"gemini\", \"qwen\", \"copilot\"]",
+    );
+    // Copilot offline: `copilot mcp list` and `instruction list` need no network.
+    sb.set_env("COPILOT_OFFLINE", "true");
     if with_codex == text {
         bail!("memloop.toml names no agents list to add codex to:\n{text}");
     }
@@ -56,7 +61,7 @@ pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         .context("the report has no findings")?;
     let live: Vec<&Value> = findings
         .iter()
-        .filter(|f| matches!(f["id"].as_str(), Some(id) if id.ends_with(".live") || id == "codex.live-hooks" || id == "memloop.server-probe"))
+        .filter(|f| matches!(f["id"].as_str(), Some(id) if id.ends_with(".live") || id == "codex.live-hooks" || id == "copilot.live-instructions" || id == "memloop.server-probe"))
         .collect();
     let failed: Vec<String> = live
         .iter()
@@ -78,6 +83,8 @@ pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         "codex.live",
         "qwen.live",
         "gemini.live",
+        "copilot.live",
+        "copilot.live-instructions",
         "memloop.server-probe",
     ] {
         if !seen.contains(id) {

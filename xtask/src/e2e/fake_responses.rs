@@ -1,5 +1,6 @@
 //! A scripted fake of the OpenAI Responses API (`POST /v1/responses`, server-sent events) on
-//! 127.0.0.1, for Codex (`model_providers.<x>.wire_api = "responses"`). std only.
+//! 127.0.0.1, for Codex (`model_providers.<x>.wire_api = "responses"`) and Copilot CLI
+//! (`COPILOT_PROVIDER_WIRE_API=responses`). std only.
 //!
 //! The script is a list of steps, and the fake is stateless: Codex sends the whole history with
 //! every request, so the step to answer is the number of outputs the model already produced in
@@ -32,6 +33,11 @@ pub enum Step {
     /// Call `tool` of the MCP server `server` (offered as namespace `mcp__<server>`), with
     /// arguments made from the schema Codex offers.
     Mcp { server: String, tool: String },
+    /// Call the built-in tool `name` with these arguments (Copilot's `create`, `bash`).
+    Call { name: String, args: Value },
+    /// Call the offered function `name` (Copilot offers MCP tools flat, as
+    /// `<server>-<tool>`), with arguments made from its schema.
+    Tool(String),
     /// An assistant message, which ends the turn.
     Say(String),
 }
@@ -332,6 +338,23 @@ fn decide(req: &ResponsesRequest, script: &Script, seq: usize) -> Value {
     match script.steps.get(req.prior_outputs) {
         None => message(SCRIPT_EXHAUSTED),
         Some(Step::Say(text)) => message(text),
+        Some(Step::Call { name, args }) => {
+            json!({"type": "function_call", "id": format!("fc_e2e_{seq}"), "call_id": call_id,
+                   "status": "completed", "name": name, "arguments": args.to_string()})
+        }
+        Some(Step::Tool(name)) => {
+            let Some(offered) = req.tool(None, name) else {
+                let names: Vec<String> = req.tools.iter().map(tool_label).collect();
+                return message(&format!(
+                    "FAKE RESPONSES: the script calls {name} but the request offers no such tool \
+                     (offered: {})",
+                    names.join(", ")
+                ));
+            };
+            json!({"type": "function_call", "id": format!("fc_e2e_{seq}"), "call_id": call_id,
+                   "status": "completed", "name": name,
+                   "arguments": store_args(&offered.schema).to_string()})
+        }
         Some(Step::Exec(command)) => {
             let schema = req
                 .tool(None, "exec_command")

@@ -28,6 +28,7 @@ pub const QUIET_ENV: &[(&str, &str)] = &[
     ("OPENCODE_DISABLE_SHARE", "1"),
     ("KIMI_CODE_NO_AUTO_UPDATE", "1"),
     ("KIMI_DISABLE_TELEMETRY", "1"),
+    ("COPILOT_AUTO_UPDATE", "false"),
     ("NO_COLOR", "1"),
 ];
 
@@ -83,7 +84,20 @@ pub const AGENTS: &[Agent] = &[
         pin: Pin::new("@qwen-code/qwen-code", "0.24.4"),
         launch: Launch::NodeScript("node_modules/@qwen-code/qwen-code/cli-entry.js"),
     },
+    // The npm package is a Node launcher; the program is the native binary in its optional
+    // dependency `@github/copilot-linux-x64`. On its first run in a cache dir it unpacks ~235 MB
+    // into `$XDG_CACHE_HOME/copilot/pkg`: that is done once, and every sandbox points
+    // `COPILOT_CLI_DIST_DIR` at [`Tools::copilot_dist`].
+    Agent {
+        key: "copilot",
+        pin: Pin::new("@github/copilot", "1.0.102"),
+        launch: Launch::Binary(&[COPILOT_BINARY]),
+    },
 ];
+
+const COPILOT_BINARY: &str = "node_modules/@github/copilot-linux-x64/copilot";
+/// Copilot's unpacked copy, shared by the sandboxes (its `XDG_CACHE_HOME`).
+const COPILOT_CACHE: &str = "copilot-xdg-cache";
 
 /// What OpenCode installs into every config dir once a plugin is present: at its own version.
 const OPENCODE_PLUGIN_PACKAGE: &str = "@opencode-ai/plugin";
@@ -177,6 +191,9 @@ pub struct Tools {
     pub bin: PathBuf,
     /// A dir holding `package.json`, `package-lock.json` and `node_modules/` for the OpenCode plugin.
     pub opencode_plugin_deps: PathBuf,
+    /// Copilot's unpacked package (its `COPILOT_CLI_DIST_DIR` in every sandbox), so no run
+    /// unpacks it again.
+    pub copilot_dist: PathBuf,
 }
 
 pub fn cache_root() -> Result<PathBuf> {
@@ -241,7 +258,23 @@ pub fn ensure(versions: &VersionSet) -> Result<Tools> {
         }
     }
 
+    // The version check above ran Copilot once with the shared cache: it unpacked itself there.
+    let copilot_version = versions
+        .get("copilot")
+        .context("the agent table has no copilot")?;
+    let copilot_dist = cache
+        .join(COPILOT_CACHE)
+        .join("copilot/pkg/linux-x64")
+        .join(copilot_version);
+    if !copilot_dist.join("app.js").is_file() {
+        bail!(
+            "Copilot {copilot_version} did not unpack itself into {}; delete {} and rerun",
+            copilot_dist.display(),
+            cache.join(COPILOT_CACHE).display()
+        );
+    }
     let tools = Tools {
+        copilot_dist,
         cache,
         bin,
         opencode_plugin_deps,
@@ -348,6 +381,16 @@ fn version_of(program: &Path, args: &[&std::ffi::OsStr]) -> Result<String> {
     cmd.env("CODEX_HOME", codex_home.path());
     // Gemini keeps its files in $GEMINI_CLI_HOME/.gemini (default ~/.gemini).
     cmd.env("GEMINI_CLI_HOME", codex_home.path());
+    // Copilot unpacks itself into $XDG_CACHE_HOME first, even for --version: into the cache's
+    // shared copy, never the user's ~/.cache.
+    if program.ends_with(COPILOT_BINARY)
+        && let Some(cache) = program
+            .ancestors()
+            .find(|dir| dir.join(".memloop-e2e-installed").exists())
+            .and_then(Path::parent)
+    {
+        cmd.env("XDG_CACHE_HOME", cache.join(COPILOT_CACHE));
+    }
     let out = proc::run(cmd, Duration::from_secs(60), None)?;
     if !out.success() {
         bail!("{}", out.report());

@@ -1,0 +1,166 @@
+//! Copilot's whole files: the rules it reads (`AGENTS.md`, `CLAUDE.md`,
+//! `.github/copilot-instructions.md`: exactly once), `.github/hooks/memloop.json` (`version` 1
+//! and an `agentStop` array, else Copilot skips the file), a second copy of memloop's gate in
+//! another hooks file, memloop's server also in `.github/mcp.json` (where the `.mcp.json` entry
+//! wins), and the folder trust in the user's config, without which Copilot loads neither the
+//! server nor the hooks. Facts: xtask/src/e2e/copilot_facts.md.
+
+use serde_json::Value;
+
+use super::{GITHUB_MCP_JSON, HOOKS_JSON, trust};
+use crate::config::AgentId;
+use crate::doctor::locate::{JsonFile, Step};
+use crate::doctor::{Doctor, Finding};
+use crate::edit::json::Dialect;
+
+const AGENT: AgentId = AgentId::Copilot;
+const PROGRAM: &str = "Copilot CLI";
+/// What `copilot instruction list` finds in a repository, in its order.
+pub const RULES_FILES: &[&str] = &["AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md"];
+/// Where else Copilot reads hooks in the repository: inline `hooks` in these.
+const INLINE_HOOKS: &[&str] = &[
+    ".github/copilot/settings.json",
+    ".github/copilot/settings.local.json",
+];
+
+pub fn rules(d: &mut Doctor) {
+    crate::doctor::instructions::each_of(d, AGENT, PROGRAM, RULES_FILES);
+}
+
+pub fn check(d: &mut Doctor) {
+    hooks_file(d);
+    github_mcp(d);
+    if d.agent(AGENT).installed() {
+        user_trust(d);
+    }
+}
+
+/// `memloop hook stop` in another of the files Copilot reads hooks from: a second gate.
+pub fn wiring(d: &mut Doctor) {
+    let root = d.repo.root.clone();
+    let mut others: Vec<String> = std::fs::read_dir(root.join(".github/hooks"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            let path = format!(".github/hooks/{name}");
+            (name.ends_with(".json") && path != HOOKS_JSON).then_some(path)
+        })
+        .collect();
+    others.sort();
+    others.extend(INLINE_HOOKS.iter().map(|name| (*name).to_owned()));
+    for name in others {
+        let Ok(text) = std::fs::read_to_string(root.join(&name)) else {
+            continue;
+        };
+        let Some(line) = text
+            .lines()
+            .position(|l| l.contains("memloop hook stop"))
+            .map(|i| i + 1)
+        else {
+            continue;
+        };
+        d.push(
+            Finding::warning(
+                AGENT,
+                "second-gate",
+                format!("{name} also runs `memloop hook stop`: Copilot runs every hooks file, so the gate would judge each stop twice"),
+            )
+            .at(name, Some(line))
+            .fix(format!("remove that hook; memloop's is in {HOOKS_JSON}")),
+        );
+    }
+}
+
+fn hooks_file(d: &mut Doctor) {
+    let path = d.repo.root.join(HOOKS_JSON);
+    let Ok(Some(file)) = JsonFile::load(&path, HOOKS_JSON, Dialect::Strict) else {
+        // Missing is the drift check's; a syntax error is reported there with its position.
+        return;
+    };
+    let version = file.get(&["version"]);
+    if version != Some(&Value::from(1)) {
+        d.push(
+            Finding::error(
+                AGENT,
+                "hooks-version",
+                format!(
+                    "{HOOKS_JSON} has version {}: Copilot reads only version 1 hooks files and skips this one, so the Stop gate never runs",
+                    version.map_or_else(|| "missing".to_owned(), Value::to_string)
+                ),
+            )
+            .at(HOOKS_JSON, file.line(&[Step::Key("version")]))
+            .by_sync(d.sync_command(false)),
+        );
+    }
+    let stop = file.get(&["hooks", "agentStop"]);
+    let broken: Vec<usize> = stop
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter(|(_, hook)| {
+            hook.get("type").and_then(Value::as_str) != Some("command")
+                || !(hook.get("bash").is_some_and(Value::is_string)
+                    || hook.get("command").is_some_and(Value::is_string))
+        })
+        .map(|(i, _)| i)
+        .collect();
+    for index in broken {
+        d.push(
+            Finding::error(
+                AGENT,
+                "hooks-entry",
+                format!("hooks.agentStop[{index}] in {HOOKS_JSON} is not a command hook with a `bash` command line: Copilot cannot run it"),
+            )
+            .at(HOOKS_JSON, file.line(&[Step::Key("hooks"), Step::Key("agentStop"), Step::Index(index)]))
+            .by_sync(d.sync_command(false)),
+        );
+    }
+}
+
+fn github_mcp(d: &mut Doctor) {
+    let name = d.ctx.server.name.clone();
+    let path = d.repo.root.join(GITHUB_MCP_JSON);
+    let Ok(Some(file)) = JsonFile::load(&path, GITHUB_MCP_JSON, Dialect::Jsonc) else {
+        return;
+    };
+    if file.get(&["mcpServers", &name]).is_some() {
+        d.push(
+            Finding::warning(
+                AGENT,
+                "mcp-twice",
+                format!("{GITHUB_MCP_JSON} also registers `{name}`: memloop registers it once, in .mcp.json, whose entry Copilot takes over this one"),
+            )
+            .at(GITHUB_MCP_JSON, file.line(&[Step::Key("mcpServers"), Step::Key(&name)]))
+            .fix(format!("remove mcpServers.{name} from {GITHUB_MCP_JSON}")),
+        );
+    }
+}
+
+fn user_trust(d: &mut Doctor) {
+    let path = trust::config_path(d.home());
+    let shown = d.ctx.display_user_path(&path);
+    let config = match JsonFile::load(&path, &shown, Dialect::Jsonc) {
+        Ok(file) => file.map(|f| f.value).unwrap_or(Value::Null),
+        Err(refusal) => return d.refused(AGENT, "trust", &refusal),
+    };
+    let root = trust::trusted_root(&d.repo.root);
+    let finding = match trust::trusted_by(&config, &root) {
+        Some(folder) => Finding::ok(
+            AGENT,
+            "trust",
+            format!("{} is trusted in {shown} (trustedFolders: {folder})", root.display()),
+        )
+        .file(shown),
+        None => Finding::error(
+            AGENT,
+            "trust",
+            format!("{} is not in trustedFolders of {shown}: Copilot loads neither the project's MCP servers nor its hooks, so neither the memory server nor the Stop gate runs", root.display()),
+        )
+        .file(shown)
+        .by_sync(d.sync_command(true)),
+    };
+    d.push(finding);
+}

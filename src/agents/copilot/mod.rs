@@ -1,0 +1,168 @@
+//! GitHub Copilot CLI (npm `@github/copilot`, checked with 1.0.102): the MCP server in the
+//! project's shared `.mcp.json` (the file Claude Code reads; Copilot takes its `type: "stdio"`
+//! entry as a local server, so one entry serves both), the Stop gate as an `agentStop` hook in
+//! `.github/hooks/memloop.json`, and in the user's `$COPILOT_HOME/config.json` (default
+//! `~/.copilot/config.json`) the `trustedFolders` entry without which Copilot loads neither.
+//! Rules: Copilot reads `AGENTS.md` and `CLAUDE.md` (one copy when both are the same text).
+//! Facts: xtask/src/e2e/copilot_facts.md.
+
+pub mod doctor;
+pub mod gate;
+pub mod live;
+pub mod trust;
+pub mod upgrade;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::config::AgentId;
+use crate::doctor::Doctor;
+use crate::doctor::wiring::{McpFile, Syntax};
+use crate::edit::json::Dialect;
+use crate::repo::Context;
+use crate::target::{Desired, Format, Fragment, Scope, Target};
+
+/// Copilot in the list of agents (`agents::of`).
+pub struct Copilot;
+
+pub const HOOK_COMMAND: &str = "memloop hook stop --agent copilot";
+/// Seconds, as Copilot reads `timeoutSec` (its default is 30; a timeout lets the stop through).
+pub const HOOK_TIMEOUT: u64 = 15;
+/// memloop's own hooks file: Copilot loads every `.github/hooks/*.json`.
+pub const HOOKS_JSON: &str = ".github/hooks/memloop.json";
+/// The project MCP config Copilot shares with Claude Code.
+pub const MCP_JSON: &str = ".mcp.json";
+/// Copilot's other project MCP config; an entry there of the same name loses to `.mcp.json`.
+pub const GITHUB_MCP_JSON: &str = ".github/mcp.json";
+
+impl super::agent::Agent for Copilot {
+    fn id(&self) -> AgentId {
+        AgentId::Copilot
+    }
+
+    fn configured_in(&self, root: &Path) -> bool {
+        root.join(HOOKS_JSON).exists()
+            || root.join(GITHUB_MCP_JSON).exists()
+            || root.join(".github/copilot-instructions.md").exists()
+    }
+
+    fn user_scope_question(&self) -> Option<&'static str> {
+        Some(
+            "Copilot CLI loads a project's MCP servers and hooks only in a folder trusted in your user config (~/.copilot/config.json). Add this repository to trustedFolders there?",
+        )
+    }
+
+    fn targets(&self, ctx: &Context, skipped: &mut Vec<String>) -> anyhow::Result<Vec<Target>> {
+        targets(ctx, skipped)
+    }
+
+    fn check_rules(&self, d: &mut Doctor) {
+        doctor::rules(d);
+    }
+
+    fn check(&self, d: &mut Doctor) {
+        doctor::check(d);
+    }
+
+    fn check_wiring(&self, d: &mut Doctor) {
+        doctor::wiring(d);
+    }
+
+    fn mcp_files(&self) -> &'static [McpFile] {
+        &[McpFile {
+            agent: AgentId::Copilot,
+            name: MCP_JSON,
+            syntax: Syntax::Dollar,
+            dialect: Dialect::Strict,
+            servers: "mcpServers",
+            maps: &["headers", "env"],
+        }]
+    }
+
+    fn live(&self, d: &mut Doctor, program: &Path, found: &crate::doctor::Agent) {
+        live::check(d, program, found);
+    }
+
+    fn gate(&self) -> &dyn crate::gate::Reader {
+        self
+    }
+
+    fn migrations(&self) -> &'static [crate::upgrade::Migration] {
+        upgrade::MIGRATIONS
+    }
+}
+
+/// Copilot's data root: `$COPILOT_HOME`, else `~/.copilot`.
+pub fn copilot_home(home: &Path) -> PathBuf {
+    std::env::var_os("COPILOT_HOME")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| home.join(".copilot"), PathBuf::from)
+}
+
+pub fn targets(ctx: &Context, skipped: &mut Vec<String>) -> anyhow::Result<Vec<Target>> {
+    let (mcp_path, mcp_display) = ctx.project_target_display(MCP_JSON);
+    let (hooks_path, hooks_display) = ctx.project_target_display(HOOKS_JSON);
+    let mut out = vec![
+        // The same entry Claude Code's adapter wants: with both agents on, one target.
+        Target {
+            path: mcp_path,
+            display: mcp_display,
+            scope: Scope::Project,
+            agents: vec![AgentId::Copilot],
+            desired: Desired::Fragments {
+                format: Format::Json(Dialect::Strict),
+                fragments: vec![Fragment::JsonMember {
+                    path: vec!["mcpServers".into(), ctx.server.name.clone()],
+                    value: super::claude::server_entry(&ctx.server.transport),
+                }],
+            },
+            note: None,
+        },
+        Target {
+            path: hooks_path,
+            display: hooks_display,
+            scope: Scope::Project,
+            agents: vec![AgentId::Copilot],
+            desired: Desired::Fragments {
+                format: Format::Json(Dialect::Strict),
+                fragments: vec![
+                    Fragment::JsonMember {
+                        path: vec!["version".into()],
+                        value: json!(1),
+                    },
+                    Fragment::JsonMember {
+                        path: vec!["hooks".into(), "agentStop".into()],
+                        value: json!([hook_entry()]),
+                    },
+                ],
+            },
+            note: None,
+        },
+    ];
+    let user_config = trust::config_path(&ctx.home);
+    if ctx.user_scope {
+        out.push(Target {
+            display: ctx.display_user_path(&user_config),
+            path: user_config,
+            scope: Scope::User,
+            agents: vec![AgentId::Copilot],
+            desired: Desired::Fragments {
+                format: Format::Json(Dialect::Jsonc),
+                fragments: vec![trust::fragment(ctx.root)],
+            },
+            note: None,
+        });
+    } else {
+        skipped.push(format!(
+            "Copilot CLI loads the project's MCP servers and hooks (the memory server and the Stop gate) only in a folder trusted in your user config ({}), outside the repository: run `memloop sync --user-scope` to allow it",
+            ctx.display_user_path(&user_config)
+        ));
+    }
+    Ok(out)
+}
+
+/// memloop's `agentStop` handler. Copilot blocks only on stdout JSON, which the gate prints.
+pub fn hook_entry() -> Value {
+    json!({"type": "command", "bash": HOOK_COMMAND, "timeoutSec": HOOK_TIMEOUT})
+}
