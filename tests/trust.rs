@@ -412,3 +412,42 @@ fn qwen_trust_leaves_an_approval_the_user_rejected() {
     assert!(stderr.contains("nothing was written"), "{stderr}");
     assert_eq!(world.home_text(QWEN_APPROVALS), rejected);
 }
+
+#[test]
+fn gemini_trust_leaves_a_folder_the_user_distrusted() {
+    let world = World::new("gemini");
+    let mine = format!("{{\"{}\": \"DO_NOT_TRUST\"}}\n", world.root_str());
+    world.write_home(GEMINI_FOLDERS, &mine);
+    let out = world.run(&["trust", "--yes"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("DO_NOT_TRUST"), "{stderr}");
+    assert!(stderr.contains("leaves that entry alone"), "{stderr}");
+    assert_eq!(world.home_text(GEMINI_FOLDERS), mine);
+}
+
+#[test]
+fn init_with_trust_over_a_rejected_approval_installs_the_repository_and_writes_no_trust() {
+    let temp = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(temp.path()).unwrap();
+    let world = World {
+        root: base.join("repo"),
+        home: base.join("home"),
+        _temp: temp,
+    };
+    std::fs::create_dir_all(world.root.join(".git")).unwrap();
+    let rejected = format!(
+        "{{\"{}\": {{\"memory\": {{\"hash\": \"00\", \"status\": \"rejected\"}}}}}}\n",
+        world.root_str()
+    );
+    world.write_home(QWEN_APPROVALS, &rejected);
+    let out = world.run(&["init", "--yes", "--agents", "qwen", "--trust"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("no trust entry was written"), "{stderr}");
+    assert!(world.root.join(".qwen/settings.json").exists());
+    assert_eq!(world.home_text(QWEN_APPROVALS), rejected);
+    // Not trusted: sync leaves the user's rejection alone too.
+    world.ok(&["sync"]);
+    assert_eq!(world.home_text(QWEN_APPROVALS), rejected);
+}

@@ -42,8 +42,12 @@ pub fn run(args: TrustArgs) -> anyhow::Result<ExitCode> {
         "memloop trust"
     };
     let pending: Vec<Change> = changes.into_iter().filter(|c| !c.is_noop()).collect();
-    if !args.revoke {
-        refuse_overruling(&repo, &pending)?;
+    if !args.revoke
+        && let Err(err) = refuse_overruling(&repo, &pending)
+    {
+        eprintln!("memloop: refused {err:#}");
+        eprintln!("memloop: nothing was written");
+        return Ok(ExitCode::from(super::EXIT_REFUSED));
     }
     if pending.is_empty() {
         if !args.dry_run && repo.state.trusted == args.revoke {
@@ -104,7 +108,11 @@ pub fn offer(repo: &mut Repo, given: bool, may_ask: bool, dry_run: bool) -> anyh
         }
         Err(PlanError::Other(err)) => return Err(err),
     };
-    refuse_overruling(repo, &pending)?;
+    if let Err(err) = refuse_overruling(repo, &pending) {
+        eprintln!("memloop: refused {err:#}");
+        eprintln!("memloop: no trust entry was written");
+        return Ok(());
+    }
     if pending.is_empty() {
         if given && !dry_run && !repo.state.trusted {
             repo.state.trusted = true;
@@ -167,7 +175,7 @@ fn refuse_overruling(repo: &Repo, changes: &[Change]) -> anyhow::Result<()> {
     super::sync::check_conflicts_hinting(
         repo,
         changes,
-        "memloop trust leaves that entry alone: change or remove it (in the agent, or by hand), then run `memloop trust` again; nothing was written",
+        "memloop trust leaves that entry alone: change or remove it (in the agent, or by hand), then run `memloop trust` again",
     )
 }
 
