@@ -432,3 +432,179 @@ fn every_agent_at_once_and_back() {
     assert_eq!(world.home_files(), before);
     assert!(!exists(&world.root.join(".claude/settings.local.json")));
 }
+
+const GEMINI_FOLDERS: &str = ".gemini/trustedFolders.json";
+
+#[test]
+fn gemini_trust_writes_folder_trust_once_and_revoke_gives_back_the_bytes() {
+    let world = World::new("gemini");
+    assert!(
+        world.home_files().is_empty(),
+        "init without --trust wrote home files"
+    );
+    let mine = "{\r\n  // mine\r\n  \"/elsewhere\": \"DO_NOT_TRUST\"\r\n}";
+    world.write_home(GEMINI_FOLDERS, mine);
+    let out = world.ok(&["trust", "--yes"]);
+    assert!(out.contains("~/.gemini/trustedFolders.json"), "{out}");
+    let text = world.home_text(GEMINI_FOLDERS);
+    let root = world.root_str();
+    assert!(
+        text.contains(&format!("\"{root}\": \"TRUST_FOLDER\"")),
+        "{text}"
+    );
+    assert!(text.contains("// mine\r\n"), "{text:?}");
+    let once = world.home_files();
+    let again = world.ok(&["trust", "--yes"]);
+    assert!(again.contains("nothing to change"), "{again}");
+    world.ok(&["sync"]);
+    assert_eq!(
+        world.home_files(),
+        once,
+        "a second trust or a sync changed it"
+    );
+    let out = world.ok(&["trust", "--revoke", "--yes"]);
+    assert!(out.contains("~/.gemini/trustedFolders.json"), "{out}");
+    assert_eq!(world.home_text(GEMINI_FOLDERS), mine);
+    world.ok(&["sync"]);
+    assert_eq!(world.home_text(GEMINI_FOLDERS), mine);
+}
+
+const QWEN_APPROVALS: &str = ".qwen/mcpApprovals.json";
+
+/// The approval record of `memory` for the repository, and the entry it must match.
+fn qwen_approval(world: &World) -> (serde_json::Value, serde_json::Value) {
+    let approvals: serde_json::Value =
+        serde_json::from_str(&world.home_text(QWEN_APPROVALS)).unwrap();
+    let settings: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(world.root.join(".qwen/settings.json")).unwrap(),
+    )
+    .unwrap();
+    (
+        approvals[world.root_str()]["memory"].clone(),
+        settings["mcpServers"]["memory"].clone(),
+    )
+}
+
+#[test]
+fn qwen_trust_approves_the_server_and_sync_keeps_its_hash_current() {
+    let world = World::new("qwen");
+    assert!(
+        world.home_files().is_empty(),
+        "init without --trust wrote home files"
+    );
+    let out = world.ok(&["trust", "--yes"]);
+    assert!(out.contains("~/.qwen/mcpApprovals.json"), "{out}");
+    assert!(
+        !exists(&world.home.join(".qwen/trustedFolders.json")),
+        "folder trust is off by default, yet memloop wrote it"
+    );
+    let (record, entry) = qwen_approval(&world);
+    assert_eq!(record["status"], "approved");
+    assert_eq!(
+        record["hash"],
+        memloop::agents::qwen::trust::server_hash(&entry)
+    );
+    let once = world.home_files();
+    world.ok(&["sync"]);
+    assert_eq!(world.home_files(), once, "a sync changed the approval");
+    // The entry changes: sync binds the approval to it again, since trust was given.
+    let config = world.root.join("memloop.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let text = text.replace(
+        "name = \"memory\"\n",
+        "name = \"memory\"\nurl = \"http://127.0.0.1:9/mcp\"\n",
+    );
+    std::fs::write(&config, text).unwrap();
+    world.ok(&["sync"]);
+    let (record, entry) = qwen_approval(&world);
+    assert_eq!(entry["httpUrl"], "http://127.0.0.1:9/mcp");
+    assert_eq!(
+        record["hash"],
+        memloop::agents::qwen::trust::server_hash(&entry)
+    );
+    world.ok(&["trust", "--revoke", "--yes"]);
+    assert!(
+        !exists(&world.home.join(QWEN_APPROVALS)),
+        "revoke left the file memloop created"
+    );
+    world.ok(&["sync"]);
+    assert!(
+        !exists(&world.home.join(QWEN_APPROVALS)),
+        "sync trusted again"
+    );
+}
+
+#[test]
+fn qwen_trust_writes_folder_trust_where_it_is_on_and_revoke_keeps_the_users_settings() {
+    let world = World::new("qwen");
+    let settings = "{\"security\": {\"folderTrust\": {\"enabled\": true}}}\n";
+    world.write_home(".qwen/settings.json", settings);
+    let folders = "{\n  \"/elsewhere\": \"TRUST_FOLDER\"\n}\n";
+    world.write_home(".qwen/trustedFolders.json", folders);
+    let out = world.ok(&["trust", "--yes"]);
+    assert!(out.contains("~/.qwen/trustedFolders.json"), "{out}");
+    let text = world.home_text(".qwen/trustedFolders.json");
+    assert!(
+        text.contains(&format!("\"{}\": \"TRUST_FOLDER\"", world.root_str())),
+        "{text}"
+    );
+    world.ok(&["trust", "--revoke", "--yes"]);
+    assert_eq!(world.home_text(".qwen/trustedFolders.json"), folders);
+    assert_eq!(world.home_text(".qwen/settings.json"), settings);
+    assert!(!exists(&world.home.join(QWEN_APPROVALS)));
+}
+
+#[test]
+fn qwen_trust_leaves_an_approval_the_user_rejected() {
+    let world = World::new("qwen");
+    let rejected = format!(
+        "{{\"{}\": {{\"memory\": {{\"hash\": \"00\", \"status\": \"rejected\"}}}}}}\n",
+        world.root_str()
+    );
+    world.write_home(QWEN_APPROVALS, &rejected);
+    let out = world.run(&["trust", "--yes"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("rejected"), "{stderr}");
+    assert!(stderr.contains("nothing was written"), "{stderr}");
+    assert_eq!(world.home_text(QWEN_APPROVALS), rejected);
+}
+
+#[test]
+fn gemini_trust_leaves_a_folder_the_user_distrusted() {
+    let world = World::new("gemini");
+    let mine = format!("{{\"{}\": \"DO_NOT_TRUST\"}}\n", world.root_str());
+    world.write_home(GEMINI_FOLDERS, &mine);
+    let out = world.run(&["trust", "--yes"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("DO_NOT_TRUST"), "{stderr}");
+    assert!(stderr.contains("leaves that entry alone"), "{stderr}");
+    assert_eq!(world.home_text(GEMINI_FOLDERS), mine);
+}
+
+#[test]
+fn init_with_trust_over_a_rejected_approval_installs_the_repository_and_writes_no_trust() {
+    let temp = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(temp.path()).unwrap();
+    let world = World {
+        root: base.join("repo"),
+        home: base.join("home"),
+        _temp: temp,
+    };
+    std::fs::create_dir_all(world.root.join(".git")).unwrap();
+    let rejected = format!(
+        "{{\"{}\": {{\"memory\": {{\"hash\": \"00\", \"status\": \"rejected\"}}}}}}\n",
+        world.root_str()
+    );
+    world.write_home(QWEN_APPROVALS, &rejected);
+    let out = world.run(&["init", "--yes", "--agents", "qwen", "--trust"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("no trust entry was written"), "{stderr}");
+    assert!(world.root.join(".qwen/settings.json").exists());
+    assert_eq!(world.home_text(QWEN_APPROVALS), rejected);
+    // Not trusted: sync leaves the user's rejection alone too.
+    world.ok(&["sync"]);
+    assert_eq!(world.home_text(QWEN_APPROVALS), rejected);
+}

@@ -18,7 +18,6 @@ pub struct SyncArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// Allow writing the agents' user config outside the repository (Kimi's hooks); remembered. Trust entries: `memloop trust`.
-    /// Allow writing the agents' user config outside the repository (Kimi's hooks, Gemini's folder trust, Qwen's server approval); remembered. Trust entries: `memloop trust`.
     #[arg(long)]
     pub user_scope: bool,
     /// Replace a server of the same name that memloop did not write.
@@ -86,8 +85,21 @@ pub fn sync(
 
 /// A server of the same name with other content, which memloop did not write, is the user's.
 pub(crate) fn check_conflicts(repo: &Repo, changes: &[Change]) -> anyhow::Result<()> {
+    check_conflicts_hinting(
+        repo,
+        changes,
+        "Rename the server in memloop.toml ([server] name), or run again with --force to replace yours",
+    )
+}
+
+/// `check_conflicts` with `hint` as the way out it names.
+pub(crate) fn check_conflicts_hinting(
+    repo: &Repo,
+    changes: &[Change],
+    hint: &str,
+) -> anyhow::Result<()> {
     for change in changes {
-        check_toml_conflicts(repo, change)?;
+        check_toml_conflicts(repo, change, hint)?;
         let Desired::Fragments {
             format: Format::Json(dialect),
             fragments,
@@ -113,8 +125,7 @@ pub(crate) fn check_conflicts(repo: &Repo, changes: &[Change]) -> anyhow::Result
                     .unwrap_or_default();
                 let (line, col) = crate::edit::json::value_position(&text, path);
                 bail!(
-                    "{}:{line}:{col}: `{}` already exists and memloop did not write it.\n  yours:    {}\n  memloop's: {}\n\
-                     Rename the server in memloop.toml ([server] name), or run again with --force to replace yours",
+                    "{}:{line}:{col}: `{}` already exists and memloop did not write it.\n  yours:    {}\n  memloop's: {}\n{hint}",
                     change.target.display,
                     path.join("."),
                     current,
@@ -127,7 +138,7 @@ pub(crate) fn check_conflicts(repo: &Repo, changes: &[Change]) -> anyhow::Result
 }
 
 /// The same for a TOML table memloop owns whole (Codex's `[mcp_servers.<name>]`).
-fn check_toml_conflicts(repo: &Repo, change: &Change) -> anyhow::Result<()> {
+fn check_toml_conflicts(repo: &Repo, change: &Change, hint: &str) -> anyhow::Result<()> {
     let Desired::Fragments {
         format: Format::Toml,
         fragments,
@@ -173,8 +184,7 @@ fn check_toml_conflicts(repo: &Repo, change: &Change) -> anyhow::Result<()> {
             .is_some_and(|original| table_text(&original, path).is_none());
         if !written_by_memloop {
             bail!(
-                "{}: [{}] already exists and memloop did not write it.\n  yours:    {current}\n  memloop's: {}\n\
-                 Rename the server in memloop.toml ([server] name), or run again with --force to replace yours",
+                "{}: [{}] already exists and memloop did not write it.\n  yours:    {current}\n  memloop's: {}\n{hint}",
                 change.target.display,
                 crate::edit::toml::dotted(path),
                 wanted.join(", ")

@@ -42,6 +42,13 @@ pub fn run(args: TrustArgs) -> anyhow::Result<ExitCode> {
         "memloop trust"
     };
     let pending: Vec<Change> = changes.into_iter().filter(|c| !c.is_noop()).collect();
+    if !args.revoke
+        && let Err(err) = refuse_overruling(&repo, &pending)
+    {
+        eprintln!("memloop: refused {err:#}");
+        eprintln!("memloop: nothing was written");
+        return Ok(ExitCode::from(super::EXIT_REFUSED));
+    }
     if pending.is_empty() {
         if !args.dry_run && repo.state.trusted == args.revoke {
             repo.state.trusted = !args.revoke;
@@ -101,6 +108,11 @@ pub fn offer(repo: &mut Repo, given: bool, may_ask: bool, dry_run: bool) -> anyh
         }
         Err(PlanError::Other(err)) => return Err(err),
     };
+    if let Err(err) = refuse_overruling(repo, &pending) {
+        eprintln!("memloop: refused {err:#}");
+        eprintln!("memloop: no trust entry was written");
+        return Ok(());
+    }
     if pending.is_empty() {
         if given && !dry_run && !repo.state.trusted {
             repo.state.trusted = true;
@@ -155,6 +167,16 @@ pub fn plan(repo: &Repo, revoke: bool) -> Result<Vec<Change>, PlanError> {
         }
     }
     Ok(changes)
+}
+
+/// An approval the user refused in the agent itself (Qwen's `rejected`, say) is not memloop's
+/// to overrule: the same check as sync's for entries memloop did not write.
+fn refuse_overruling(repo: &Repo, changes: &[Change]) -> anyhow::Result<()> {
+    super::sync::check_conflicts_hinting(
+        repo,
+        changes,
+        "memloop trust leaves that entry alone: change or remove it (in the agent, or by hand), then run `memloop trust` again",
+    )
 }
 
 /// Writes `changes` (planned by `plan`) and remembers the consent, or its withdrawal.

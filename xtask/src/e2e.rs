@@ -174,7 +174,7 @@ const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "config-qwen",
-        about: "memloop init: qwen mcp list shows the server pending approval; after sync --user-scope it connects (memloop's hash is Qwen's); folder trust on: untrusted until sync trusts it; uninstall restores the user files",
+        about: "memloop init: qwen mcp list shows the server pending approval; after memloop trust --yes it connects (memloop's hash is Qwen's); folder trust turned on: untrusted until sync (trust given) trusts it; uninstall restores the user files",
         run: qwen::config,
     },
     Scenario {
@@ -189,7 +189,7 @@ const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "config-gemini",
-        about: "memloop init: untrusted without consent (gemini mcp list shows memory disabled); after sync --user-scope it connects to memloop serve; uninstall leaves no trust entry",
+        about: "memloop init: untrusted without memloop trust (gemini mcp list shows memory disabled); after memloop trust --yes it connects to memloop serve; uninstall leaves no trust entry",
         run: gemini_memloop::config,
     },
     Scenario {

@@ -194,7 +194,6 @@ fn trust_check(d: &mut Doctor, user: &Option<Value>) {
     let folders = trusted_folders_path(d.home());
     let shown = d.ctx.display_user_path(&folders);
     let root = trusted_root(&d.repo.root);
-    let sync = d.sync_command(true);
     let enabled = user
         .as_ref()
         .and_then(|v| v.pointer("/security/folderTrust/enabled"))
@@ -244,14 +243,13 @@ fn trust_check(d: &mut Doctor, user: &Option<Value>) {
             format!("{project} is marked DO_NOT_TRUST in {shown}: Gemini ignores .gemini/settings.json, so neither the memory server, the Stop gate nor AGENTS.md as rules loads"),
         )
         .file(shown)
-        .fix("trust the folder in Gemini (/permissions), or remove that rule and run `memloop sync --user-scope`"),
-        None => Finding::error(
+        .fix("trust the folder in Gemini (/permissions), or remove that rule and run `memloop trust`"),
+        None => d.by_trust(Finding::error(
             AGENT,
             "trust",
             format!("{project} is not trusted in {shown}: Gemini ignores .gemini/settings.json (the memory server, the Stop gate and AGENTS.md as rules), and `gemini -p` exits at once"),
         )
-        .file(shown)
-        .by_sync(sync),
+        .file(shown)),
     };
     d.push(finding);
 }

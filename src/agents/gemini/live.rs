@@ -48,12 +48,11 @@ pub fn check(d: &mut Doctor, program: &Path, _agent: &Agent) {
             "live",
             format!("`gemini mcp list` connects to `{name}`"),
         ),
-        Some("Disabled") if all.contains("untrusted") => Finding::error(
+        Some("Disabled") if all.contains("untrusted") => d.by_trust(Finding::error(
             AGENT,
             "live",
             format!("`gemini mcp list` shows `{name}` disabled: this folder is not trusted, so Gemini ignores .gemini/settings.json"),
-        )
-        .by_sync(d.sync_command(true)),
+        )),
         Some(status) => Finding::error(
             AGENT,
             "live",

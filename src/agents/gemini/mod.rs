@@ -47,14 +47,8 @@ impl super::agent::Agent for Gemini {
         root.join(".gemini").exists() || root.join(DEFAULT_CONTEXT_FILE).exists()
     }
 
-    fn user_scope_question(&self) -> Option<&'static str> {
-        Some(
-            "Gemini CLI ignores a folder's .gemini/settings.json (the memory server, the Stop gate, the rules file) until the folder is trusted in your ~/.gemini/trustedFolders.json. Trust this repository there?",
-        )
-    }
-
-    fn targets(&self, ctx: &Context, skipped: &mut Vec<String>) -> anyhow::Result<Vec<Target>> {
-        Ok(targets(ctx, skipped))
+    fn targets(&self, ctx: &Context, _skipped: &mut Vec<String>) -> anyhow::Result<Vec<Target>> {
+        Ok(targets(ctx))
     }
 
     fn check_rules(&self, d: &mut Doctor) {
@@ -87,6 +81,10 @@ impl super::agent::Agent for Gemini {
     fn migrations(&self) -> &'static [crate::upgrade::Migration] {
         upgrade::MIGRATIONS
     }
+
+    fn trust(&self, ctx: &Context) -> anyhow::Result<Vec<Target>> {
+        Ok(vec![trust::target(ctx)])
+    }
 }
 
 /// Gemini's home: `$GEMINI_CLI_HOME`, else the user's home; its files are in `<that>/.gemini`.
@@ -97,9 +95,9 @@ pub fn gemini_dir(home: &Path) -> PathBuf {
         .join(".gemini")
 }
 
-pub fn targets(ctx: &Context, skipped: &mut Vec<String>) -> Vec<Target> {
+pub fn targets(ctx: &Context) -> Vec<Target> {
     let (path, display) = ctx.project_target_display(SETTINGS);
-    let mut out = vec![Target {
+    vec![Target {
         path,
         display,
         scope: Scope::Project,
@@ -124,17 +122,7 @@ pub fn targets(ctx: &Context, skipped: &mut Vec<String>) -> Vec<Target> {
             ],
         },
         note: None,
-    }];
-    let folders = trust::trusted_folders_path(&ctx.home);
-    if ctx.user_scope {
-        out.push(trust::target(ctx, &folders));
-    } else {
-        skipped.push(format!(
-            "Gemini CLI loads .gemini/settings.json (the MCP server, the Stop gate and AGENTS.md as its rules) only in a folder trusted in {}, outside the repository: run `memloop sync --user-scope` to allow it",
-            ctx.display_user_path(&folders)
-        ));
-    }
-    out
+    }]
 }
 
 /// `mcpServers.<name>`: `command`/`args`/`env` for stdio, `httpUrl` for streamable HTTP (`url`

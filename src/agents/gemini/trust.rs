@@ -5,7 +5,7 @@
 //! headless `gemini -p` exits 55 at once. Gemini 0.61.0 (`packages/core/src/utils/trust.ts`)
 //! resolves both the folder and each rule's path to their real paths, lets the longest matching
 //! rule win, and refuses to start when any value is not one of the three levels. memloop writes
-//! one `TRUST_FOLDER` entry for the repository (with the user's consent: user scope).
+//! one `TRUST_FOLDER` entry for the repository, only through `memloop trust` (`Agent::trust`).
 
 use std::path::{Path, PathBuf};
 
@@ -42,11 +42,12 @@ pub fn fragments(root: &Path) -> Vec<Fragment> {
     }]
 }
 
-/// The user-scope target holding the trust entry of `ctx`'s repository.
-pub fn target(ctx: &Context, folders: &Path) -> Target {
+/// The user's trust rules, holding the entry that trusts `ctx`'s repository.
+pub fn target(ctx: &Context) -> Target {
+    let folders = trusted_folders_path(&ctx.home);
     Target {
-        display: ctx.display_user_path(folders),
-        path: folders.to_path_buf(),
+        display: ctx.display_user_path(&folders),
+        path: folders,
         scope: Scope::User,
         agents: vec![AgentId::Gemini],
         desired: Desired::Fragments {

@@ -216,13 +216,12 @@ fn folder_trust(d: &mut Doctor, user: Option<&JsonFile>) {
             format!("{display} marks this folder DO_NOT_TRUST: Qwen Code ignores .qwen/settings.json here, the MCP server and the Stop gate with it"),
         )
         .file(display.clone())
-        .fix(format!("remove that rule, then run `{}`", d.sync_command(true))),
-        None => Finding::error(
+        .fix("remove that rule, then run `memloop trust`"),
+        None => d.by_trust(Finding::error(
             AGENT,
             "trust",
             format!("folder trust is on and {display} does not trust this folder: Qwen Code ignores .qwen/settings.json here, the MCP server and the Stop gate with it"),
-        )
-        .by_sync(d.sync_command(true)),
+        )),
     };
     d.push(finding);
 }
@@ -265,14 +264,13 @@ fn approval(d: &mut Doctor) {
                     format!("{display} cannot be read: {refusal}; Qwen Code then treats every project server as pending"),
                 )
                 .file(display.clone())
-                .fix("fix the syntax, then run `memloop sync --user-scope`"),
+                .fix("fix the syntax, then run `memloop trust`"),
             );
         }
     };
     let name = d.ctx.server.name.clone();
     let entry = server_entry(&d.ctx.server.transport);
     let key = project_key(&d.repo.root);
-    let sync = d.sync_command(true);
     let state = trust::approval_state(file.as_ref().map(|f| &f.value), &key, &name, &entry);
     let finding = match state {
         Approval::Approved => Finding::ok(
@@ -280,26 +278,24 @@ fn approval(d: &mut Doctor) {
             "approval",
             format!("{display} approves `{name}` as .qwen/settings.json holds it"),
         ),
-        Approval::Stale => Finding::error(
+        Approval::Stale => d.by_trust(Finding::error(
             AGENT,
             "approval",
             format!("{display} approves an older version of `{name}`: Qwen Code treats it as pending and never starts it headless"),
         )
-        .file(display.clone())
-        .by_sync(sync),
+        .file(display.clone())),
         Approval::Rejected => Finding::error(
             AGENT,
             "approval",
             format!("{display} records `{name}` as rejected: Qwen Code never starts it"),
         )
         .file(display.clone())
-        .fix(format!("run `qwen mcp approve {name}` here, or remove the record and run `{sync}`")),
-        Approval::Missing => Finding::error(
+        .fix(format!("run `qwen mcp approve {name}` here, or remove the record and run `memloop trust`")),
+        Approval::Missing => d.by_trust(Finding::error(
             AGENT,
             "approval",
             format!("`{name}` is not approved in {display}: Qwen Code lists it as pending and never starts it, so the memory tools are missing"),
-        )
-        .by_sync(sync),
+        )),
     };
     d.push(finding);
 }

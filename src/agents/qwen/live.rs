@@ -34,11 +34,18 @@ pub fn check(d: &mut Doctor, program: &Path) {
         );
     }
     let name = d.ctx.server.name.clone();
-    d.push(verdict(&all, &name, d.sync_command(true)));
+    let finding = verdict(&all, &name, d.sync_command(false), |f| d.by_trust(f));
+    d.push(finding);
 }
 
 /// The finding for server `name` in the output of `qwen mcp list` (colours stripped).
-pub fn verdict(listing: &str, name: &str, sync: &str) -> Finding {
+/// `sync` fixes what the project's file lacks; `by_trust` gives a missing approval its fix.
+pub fn verdict(
+    listing: &str,
+    name: &str,
+    sync: &str,
+    by_trust: impl Fn(Finding) -> Finding,
+) -> Finding {
     let prefix = format!("{name}: ");
     let line = listing.lines().map(str::trim).find_map(|l| {
         let rest = l.split_once(' ').map_or(l, |(_, rest)| rest);
@@ -51,18 +58,17 @@ pub fn verdict(listing: &str, name: &str, sync: &str) -> Finding {
             format!("`qwen mcp list` does not list `{name}`: .qwen/settings.json lacks it, cannot be read (a trailing comma drops the whole file), or the folder is not trusted"),
         )
         .by_sync(sync),
-        Some(line) if line.ends_with("- Pending approval") => Finding::error(
+        Some(line) if line.ends_with("- Pending approval") => by_trust(Finding::error(
             AGENT,
             "live",
             format!("`qwen mcp list` shows `{name}` pending approval: Qwen never starts it (headless runs do not ask)"),
-        )
-        .by_sync(sync),
+        )),
         Some(line) if line.ends_with("- Rejected") => Finding::error(
             AGENT,
             "live",
             format!("`qwen mcp list` shows `{name}` rejected in your ~/.qwen/mcpApprovals.json"),
         )
-        .fix(format!("run `qwen mcp approve {name}`, or remove its record and run `{sync}`")),
+        .fix(format!("run `qwen mcp approve {name}`, or remove its record and run `memloop trust`")),
         Some(line) if line.ends_with("- Connected") => {
             Finding::ok(AGENT, "live", format!("`qwen mcp list`: {line}"))
         }
@@ -79,7 +85,7 @@ mod tests {
     // What 0.24.4 printed (qwen_facts.md, "doctor --live"), colours stripped.
     #[test]
     fn each_state_of_the_listing() {
-        let level = |text: &str| verdict(text, "memory", "memloop sync --user-scope").severity;
+        let level = |text: &str| verdict(text, "memory", "memloop sync", |f| f).severity;
         assert_eq!(
             level("Configured MCP servers:\n\n✓ memory: memloop serve (stdio) - Connected\n"),
             Severity::Ok

@@ -39,14 +39,8 @@ impl super::agent::Agent for Qwen {
         root.join(".qwen").exists() || root.join("QWEN.md").exists()
     }
 
-    fn user_scope_question(&self) -> Option<&'static str> {
-        Some(
-            "Qwen Code starts a project's MCP server only once you approve it in your user config (~/.qwen/mcpApprovals.json, and ~/.qwen/trustedFolders.json where folder trust is on). Add those approvals there?",
-        )
-    }
-
-    fn targets(&self, ctx: &Context, skipped: &mut Vec<String>) -> anyhow::Result<Vec<Target>> {
-        targets(ctx, skipped)
+    fn targets(&self, ctx: &Context, _skipped: &mut Vec<String>) -> anyhow::Result<Vec<Target>> {
+        Ok(targets(ctx))
     }
 
     fn check_rules(&self, d: &mut Doctor) {
@@ -78,6 +72,10 @@ impl super::agent::Agent for Qwen {
 
     fn migrations(&self) -> &'static [crate::upgrade::Migration] {
         upgrade::MIGRATIONS
+    }
+
+    fn trust(&self, ctx: &Context) -> anyhow::Result<Vec<Target>> {
+        Ok(trust::targets(ctx))
     }
 }
 
@@ -114,12 +112,11 @@ pub fn project_key(root: &Path) -> String {
         .to_string()
 }
 
-pub fn targets(ctx: &Context, skipped: &mut Vec<String>) -> anyhow::Result<Vec<Target>> {
-    let (settings_path, settings_display) = ctx.project_target_display(PROJECT_SETTINGS);
-    let entry = server_entry(&ctx.server.transport);
-    let mut out = vec![Target {
-        path: settings_path,
-        display: settings_display,
+pub fn targets(ctx: &Context) -> Vec<Target> {
+    let (path, display) = ctx.project_target_display(PROJECT_SETTINGS);
+    vec![Target {
+        path,
+        display,
         scope: Scope::Project,
         agents: vec![AgentId::Qwen],
         desired: Desired::Fragments {
@@ -127,7 +124,7 @@ pub fn targets(ctx: &Context, skipped: &mut Vec<String>) -> anyhow::Result<Vec<T
             fragments: vec![
                 Fragment::JsonMember {
                     path: vec!["mcpServers".into(), ctx.server.name.clone()],
-                    value: entry.clone(),
+                    value: server_entry(&ctx.server.transport),
                 },
                 Fragment::JsonHookGroup {
                     path: vec!["hooks".into(), "Stop".into()],
@@ -137,42 +134,7 @@ pub fn targets(ctx: &Context, skipped: &mut Vec<String>) -> anyhow::Result<Vec<T
             ],
         },
         note: None,
-    }];
-    let approvals = approvals_path(&ctx.home);
-    if !ctx.user_scope {
-        skipped.push(format!(
-            "Qwen Code starts .qwen/settings.json's MCP server only once it is approved in your user config ({}), outside the repository: run `memloop sync --user-scope` to approve it",
-            ctx.display_user_path(&approvals)
-        ));
-        return Ok(out);
-    }
-    let key = project_key(ctx.root);
-    out.push(Target {
-        display: ctx.display_user_path(&approvals),
-        path: approvals,
-        scope: Scope::User,
-        agents: vec![AgentId::Qwen],
-        desired: Desired::Fragments {
-            format: Format::Json(Dialect::Strict),
-            fragments: vec![trust::approval_fragment(&key, &ctx.server.name, &entry)],
-        },
-        note: None,
-    });
-    if trust::folder_trust_enabled(&ctx.home) {
-        let folders = trusted_folders_path(&ctx.home);
-        out.push(Target {
-            display: ctx.display_user_path(&folders),
-            path: folders,
-            scope: Scope::User,
-            agents: vec![AgentId::Qwen],
-            desired: Desired::Fragments {
-                format: Format::Json(DIALECT),
-                fragments: vec![trust::folder_fragment(&key)],
-            },
-            note: None,
-        });
-    }
-    Ok(out)
+    }]
 }
 
 /// `mcpServers.<name>` as Qwen reads it (Gemini's keys: `command`/`args`/`env` for stdio,

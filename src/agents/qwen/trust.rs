@@ -7,17 +7,57 @@
 //! - `trustedFolders.json`: `{"<folder>": "TRUST_FOLDER"}`, read only when the user's settings
 //!   turn `security.folderTrust.enabled` on (off by default in 0.24.4); in an untrusted folder
 //!   Qwen ignores the project's settings, hooks and servers alike.
+//!
+//! memloop writes both only through `memloop trust` (`Agent::trust`); sync keeps the hash
+//! current once trust was given.
 
 use std::path::Path;
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::edit::json::JsonDoc;
-use crate::target::Fragment;
+use super::{DIALECT, approvals_path, project_key, server_entry, trusted_folders_path};
+use crate::config::AgentId;
+use crate::edit::json::{Dialect, JsonDoc};
+use crate::repo::Context;
+use crate::target::{Desired, Format, Fragment, Scope, Target};
 
 pub const APPROVED: &str = "approved";
 pub const TRUST_FOLDER: &str = "TRUST_FOLDER";
+
+/// The user files holding this repository's approvals: the server's, and the folder's trust
+/// where the user turned folder trust on.
+pub fn targets(ctx: &Context) -> Vec<Target> {
+    let key = project_key(ctx.root);
+    let approvals = approvals_path(&ctx.home);
+    let entry = server_entry(&ctx.server.transport);
+    let mut out = vec![Target {
+        display: ctx.display_user_path(&approvals),
+        path: approvals,
+        scope: Scope::User,
+        agents: vec![AgentId::Qwen],
+        desired: Desired::Fragments {
+            format: Format::Json(Dialect::Strict),
+            fragments: vec![approval_fragment(&key, &ctx.server.name, &entry)],
+        },
+        note: None,
+    }];
+    if folder_trust_enabled(&ctx.home) {
+        let folders = trusted_folders_path(&ctx.home);
+        out.push(Target {
+            display: ctx.display_user_path(&folders),
+            path: folders,
+            scope: Scope::User,
+            agents: vec![AgentId::Qwen],
+            desired: Desired::Fragments {
+                format: Format::Json(DIALECT),
+                fragments: vec![folder_fragment(&key)],
+            },
+            note: None,
+        });
+    }
+    out
+}
 
 /// SHA-256 (hex) over `JSON.stringify` of the entry without `scope`, `extensionName` and
 /// `description`, the keys of every object sorted; array order kept.

@@ -12,11 +12,10 @@ use super::{Ctx, agents, memloop};
 pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     ctx.caps.need_serve()?;
     memloop::install(sb, &ctx.caps, ctx.hand_written, None)?;
-    // Codex, Gemini CLI, Qwen Code and Copilot too, with the user configs memloop adds their trust
-    // entries and approval to (Copilot's config.json memloop creates).
+    // Codex, Gemini CLI, Qwen Code and Copilot too, with the user configs `memloop trust` adds
+    // their trust entries, approval and folder trust to (Copilot's config.json memloop creates).
     super::codex::set_up_harness(sb, None)?;
     super::qwen::set_up_user(sb, None, false)?;
-    // And Gemini, whose folder trust memloop adds with the same consent.
     super::gemini_memloop::set_up_harness(sb, None)?;
     let config = sb.repo.join("memloop.toml");
     let text = std::fs::read_to_string(&config)?;
@@ -33,13 +32,16 @@ pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     let out = sb.run("memloop", &["sync", "--user-scope"], ctx.timeout)?;
     if !out.success() {
         bail!(
-            "`memloop sync --user-scope` with codex and qwen failed\n{}",
+            "`memloop sync --user-scope` with codex, gemini and qwen failed\n{}",
             out.report()
         );
     }
     let out = sb.run("memloop", &["trust", "--yes"], ctx.timeout)?;
     if !out.success() {
-        bail!("`memloop trust --yes` with codex failed\n{}", out.report());
+        bail!(
+            "`memloop trust --yes` with codex, gemini and qwen failed\n{}",
+            out.report()
+        );
     }
     // What a user does once: approve the project server in Claude Code, trust the folder in Kimi.
     agents::claude(sb, true)?;

@@ -1,8 +1,8 @@
 //! The real Gemini CLI against what `memloop init --agents gemini` writes, and a scripted fake
 //! Gemini API on 127.0.0.1 (facts: gemini_facts.md).
 //!
-//! - `config-gemini`: without consent the folder is untrusted and `gemini mcp list` shows memloop's
-//!   server disabled; after `memloop sync --user-scope` it connects to `memloop serve`; and
+//! - `config-gemini`: without `memloop trust` the folder is untrusted and `gemini mcp list` shows
+//!   memloop's server disabled; after `memloop trust --yes` it connects to `memloop serve`; and
 //!   `memloop uninstall` leaves no trust entry and no settings behind.
 //! - `connected-gemini`: `gemini -p` offers the model `mcp_memory_memory_store`, the model's
 //!   context holds memloop's rule lines (AGENTS.md through `context.fileName`), and the call
@@ -77,10 +77,7 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     let trusted = sb.home.join(".gemini/trustedFolders.json");
     memloop(sb, &["init", "--yes", "--agents", "gemini"])?;
     if trusted.exists() {
-        bail!(
-            "memloop init without --user-scope wrote {}",
-            trusted.display()
-        );
+        bail!("memloop init without --trust wrote {}", trusted.display());
     }
     let listing = mcp_list(ctx, sb)?;
     match server_line(&listing) {
@@ -89,16 +86,16 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
             "in an untrusted folder Gemini should list `{SERVER}` disabled; got {other:?}:\n{listing}"
         ),
     }
-    println!("   without consent: untrusted, `{SERVER}` disabled");
+    println!("   without trust: untrusted, `{SERVER}` disabled");
 
-    memloop(sb, &["sync", "--user-scope"])?;
+    memloop(sb, &["trust", "--yes"])?;
     let listing = mcp_list(ctx, sb)?;
     match server_line(&listing) {
         Some(line) if line.contains("memloop serve") && line.trim_end().ends_with("Connected") => {
-            println!("   after sync --user-scope: {}", line.trim());
+            println!("   after trust --yes: {}", line.trim());
         }
         other => bail!(
-            "after `memloop sync --user-scope` Gemini should connect to `{SERVER}` (memloop serve); got {other:?}:\n{listing}"
+            "after `memloop trust --yes` Gemini should connect to `{SERVER}` (memloop serve); got {other:?}:\n{listing}"
         ),
     }
     let out = sb.run(
@@ -159,7 +156,7 @@ fn run_prompt(ctx: &Ctx, sb: &Sandbox, fake: &FakeGemini, prompt: &str) -> Resul
 fn install(ctx: &Ctx, sb: &mut Sandbox, fake: &FakeGemini) -> Result<()> {
     ctx.caps.need_init()?;
     set_up_harness(sb, Some(&fake.base_url()))?;
-    memloop(sb, &["init", "--yes", "--agents", "gemini", "--user-scope"])
+    memloop(sb, &["init", "--yes", "--agents", "gemini", "--trust"])
 }
 
 pub fn connected(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {

@@ -2,10 +2,11 @@
 //! OpenAI-compatible fake on 127.0.0.1 (`fake_model.rs`, the one Kimi and OpenCode use).
 //! Facts it rests on: `qwen_facts.md`.
 //!
-//! - `config-qwen`: without consent `qwen mcp list` shows memloop's server pending approval;
-//!   after `memloop sync --user-scope` it connects (the approval's hash is the one Qwen
-//!   computes); with folder trust turned on the folder is untrusted and the server is gone until
-//!   `memloop sync --user-scope` trusts it; `memloop uninstall` gives the user's files back.
+//! - `config-qwen`: without `memloop trust` `qwen mcp list` shows memloop's server pending
+//!   approval; after `memloop trust --yes` it connects (the approval's hash is the one Qwen
+//!   computes); with folder trust turned on later the folder is untrusted and the server is gone
+//!   until `memloop sync` (trust was given) trusts it; `memloop uninstall` gives the user's files
+//!   back.
 //! - `connected-qwen`: `qwen -p` offers `mcp__memory__memory_store` directly, the rules reach the
 //!   model from `AGENTS.md`, and the call reaches `memloop serve`.
 //! - `gate-qwen`: Qwen writes three files with `write_file` and stops; memloop's gate reads the
@@ -116,10 +117,7 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
 
     memloop(sb, &["init", "--yes", "--agents", "qwen"])?;
     if read(&approvals).is_some() {
-        bail!(
-            "memloop init without --user-scope wrote {}",
-            approvals.display()
-        );
+        bail!("memloop init without --trust wrote {}", approvals.display());
     }
     let line = listed(ctx, sb)?;
     if !line
@@ -128,29 +126,30 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     {
         bail!("without the approval Qwen should list {SERVER} as pending; it shows {line:?}");
     }
-    println!("   without consent: {}", line.unwrap_or_default());
+    println!("   without trust: {}", line.unwrap_or_default());
 
-    memloop(sb, &["sync", "--user-scope"])?;
+    memloop(sb, &["trust", "--yes"])?;
     let line = listed(ctx, sb)?;
     if !line.as_deref().is_some_and(|l| l.ends_with("- Connected")) {
         bail!(
-            "after `memloop sync --user-scope` Qwen should connect to {SERVER} (the approval's hash is Qwen's); it shows {line:?}\n{}",
+            "after `memloop trust --yes` Qwen should connect to {SERVER} (the approval's hash is Qwen's); it shows {line:?}\n{}",
             std::fs::read_to_string(&approvals).unwrap_or_default()
         );
     }
-    println!("   after sync --user-scope: {}", line.unwrap_or_default());
+    println!("   after trust --yes: {}", line.unwrap_or_default());
 
-    // Folder trust turned on later: the folder is untrusted until memloop trusts it.
+    // Folder trust turned on later: the folder is untrusted until sync, keeping the trust given
+    // current, adds the folder's entry.
     set_up_user(sb, None, true)?;
     let line = listed(ctx, sb)?;
     if line.is_some() {
         bail!("with folder trust on and no trust entry, Qwen still lists {SERVER}: {line:?}");
     }
-    memloop(sb, &["sync", "--user-scope"])?;
+    memloop(sb, &["sync"])?;
     let line = listed(ctx, sb)?;
     if !line.as_deref().is_some_and(|l| l.ends_with("- Connected")) {
         bail!(
-            "after `memloop sync --user-scope` wrote {} Qwen should trust the folder and connect; it shows {line:?}",
+            "after `memloop sync` wrote {} Qwen should trust the folder and connect; it shows {line:?}",
             folders.display()
         );
     }
@@ -196,7 +195,7 @@ fn prompt(ctx: &Ctx, sb: &Sandbox, fake: &FakeModel, text: &str) -> Result<Outpu
 fn install(ctx: &Ctx, sb: &mut Sandbox, fake: &FakeModel) -> Result<()> {
     ctx.caps.need_init()?;
     set_up_user(sb, Some(&fake.base_url()), false)?;
-    memloop(sb, &["init", "--yes", "--agents", "qwen", "--user-scope"])
+    memloop(sb, &["init", "--yes", "--agents", "qwen", "--trust"])
 }
 
 fn script(ctx: &Ctx, sb: &Sandbox, writes: usize) -> Script {
