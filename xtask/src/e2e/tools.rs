@@ -423,6 +423,7 @@ fn check_version(program: &Path, pin: Pin) -> Result<()> {
 fn mentions_version(answer: &str, version: &str) -> bool {
     answer
         .split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | ','))
+        .map(|word| word.strip_suffix('.').unwrap_or(word))
         .any(|word| word.strip_prefix('v').unwrap_or(word) == version)
 }
 
@@ -554,6 +555,9 @@ mod tests {
         assert!(mentions_version("2.1.0", "2.1.0"));
         assert!(!mentions_version("2.1.332 (Claude Code)", "2.1.33"));
         assert!(!mentions_version("2.1.332 (Claude Code)", "1.332"));
+        // Copilot ends its sentence with a full stop.
+        assert!(mentions_version("GitHub Copilot CLI 1.0.102.\nRun 'copilot update'", "1.0.102"));
+        assert!(!mentions_version("GitHub Copilot CLI 1.0.1020.", "1.0.102"));
     }
 
     #[test]
