@@ -348,7 +348,7 @@ fn edit(
             let prune =
                 |path: &[String]| original_value.is_some_and(|value| lookup(value, path).is_none());
             let mut restore: Vec<&[String]> = Vec::new();
-            for fragment in fragments {
+            for (fragment, mode) in effective(fragments, mode) {
                 match (fragment, mode) {
                     (Fragment::JsonMember { path, value }, Mode::Install) => {
                         doc.set(path, value)?
@@ -411,7 +411,7 @@ fn edit(
                 Some(OriginalView::Toml(Some(original))) => Some(original),
                 _ => None,
             };
-            for fragment in fragments {
+            for (fragment, mode) in effective(fragments, mode) {
                 match (fragment, mode) {
                     (Fragment::TomlEntry { key, entry }, Mode::Install) => {
                         doc.upsert_entry(key, entry)?
@@ -452,6 +452,14 @@ fn edit(
             }
         }
     }
+}
+
+/// Each fragment with what `mode` does to it: a retired one is only ever taken out.
+fn effective(fragments: &[Fragment], mode: Mode) -> impl Iterator<Item = (&Fragment, Mode)> {
+    fragments.iter().map(move |fragment| match fragment {
+        Fragment::Retired(inner) => (inner.as_ref(), Mode::Remove),
+        other => (other, mode),
+    })
 }
 
 /// Re-parses an edited text: memloop never writes a file its agent could not read.

@@ -21,6 +21,7 @@ pub mod http;
 mod memloop;
 pub mod proc;
 mod sandbox;
+mod session_start;
 mod tools;
 mod upgrade;
 
@@ -165,6 +166,16 @@ const SCENARIOS: &[Scenario] = &[
         name: "gate-codex",
         about: "Codex edits through exec_command, memloop's gate sends it back, it stores over MCP, the next stop passes",
         run: codex_memloop::gate,
+    },
+    Scenario {
+        name: "session-start-claude",
+        about: "a stored note is in Claude Code's first model request (SessionStart additionalContext); /compact sends the PreCompact reminder to the summary and the next request holds the index again",
+        run: session_start::claude,
+    },
+    Scenario {
+        name: "session-start-opencode",
+        about: "a stored note is in the system prompt of OpenCode's first model request (memloop's plugin); after POST /session/:id/summarize (the reminder in the summary's prompt) the next request holds the index again",
+        run: session_start::opencode,
     },
     // Probes of Codex itself with hand-written files (the facts the adapter rests on, such as a
     // stale hash reported as modified and a hook blocking with exit 2); xtask/src/e2e/codex.rs.
