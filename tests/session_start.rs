@@ -60,17 +60,28 @@ impl Repo {
 }
 
 /// Each agent with the file its session-start pieces live in and what marks them there.
-const PIECES: &[(&str, &str, &[&str])] = &[(
-    "claude",
-    ".claude/settings.json",
-    &[
-        "\"SessionStart\"",
-        "memloop hook session-start --agent claude",
-        "startup|resume|clear|compact",
-        "\"PreCompact\"",
-        "memloop hook pre-compact --agent claude",
-    ],
-)];
+const PIECES: &[(&str, &str, &[&str])] = &[
+    (
+        "claude",
+        ".claude/settings.json",
+        &[
+            "\"SessionStart\"",
+            "memloop hook session-start --agent claude",
+            "startup|resume|clear|compact",
+            "\"PreCompact\"",
+            "memloop hook pre-compact --agent claude",
+        ],
+    ),
+    (
+        "codex",
+        ".codex/hooks.json",
+        &[
+            "\"SessionStart\"",
+            "memloop hook session-start --agent codex",
+            "startup|resume|clear|compact",
+        ],
+    ),
+];
 
 #[test]
 fn session_start_off_takes_the_pieces_out_and_on_puts_them_back() {

@@ -2,7 +2,7 @@
 //! index, or the lookup rule alone) in the form the agent's start hook reads.
 //!
 //! ```text
-//! --agent claude      {"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"..."}}
+//! --agent claude, codex  {"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"..."}}
 //! --agent <other>     the text itself (kimi, opencode, text)
 //! ```
 //!
@@ -25,11 +25,11 @@ use crate::config::Config;
 
 const INPUT_WAIT: Duration = Duration::from_millis(500);
 const MAX_INPUT: u64 = 1 << 20;
-const AGENTS: &str = "claude, kimi, opencode or text";
+const AGENTS: &str = "claude, codex, kimi, opencode or text";
 
 #[derive(Debug, clap::Args)]
 pub struct SessionStartArgs {
-    /// The agent calling: claude (SessionStart JSON), or kimi, opencode, text (plain text).
+    /// The agent calling: claude, codex (SessionStart JSON), or kimi, opencode, text (plain text).
     // A value-less `--agent` is reported by the hook itself: clap's usage errors exit 2.
     #[arg(long, value_name = "AGENT", num_args = 0..=1, default_missing_value = "")]
     agent: Option<String>,
@@ -81,7 +81,8 @@ fn session_start(args: &SessionStartArgs, event: Event) -> anyhow::Result<()> {
         bail!("unexpected argument {extra:?}; usage: memloop hook session-start --agent <AGENT>");
     }
     let form = match args.agent.as_deref() {
-        Some("claude") => Form::ClaudeJson,
+        // Codex reads the same SessionStart JSON as Claude Code (hookSpecificOutput).
+        Some("claude" | "codex") => Form::ClaudeJson,
         Some("kimi" | "opencode" | "text") => Form::Text,
         Some("") | None => bail!("missing --agent; use --agent {AGENTS}"),
         Some(other) => bail!("unknown agent {other:?}; use --agent {AGENTS}"),

@@ -177,6 +177,11 @@ const SCENARIOS: &[Scenario] = &[
         about: "a stored note is in the system prompt of OpenCode's first model request (memloop's plugin); after POST /session/:id/summarize (the reminder in the summary's prompt) the next request holds the index again",
         run: session_start::opencode,
     },
+    Scenario {
+        name: "session-start-codex",
+        about: "a stored note is in the first request `codex exec` sends (memloop's SessionStart hook, trusted by the hash memloop wrote, per hooks/list)",
+        run: codex_memloop::session_start,
+    },
     // Probes of Codex itself with hand-written files (the facts the adapter rests on, such as a
     // stale hash reported as modified and a hook blocking with exit 2); xtask/src/e2e/codex.rs.
     Scenario {
