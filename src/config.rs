@@ -219,7 +219,9 @@ pub struct MemoryConfig {
     #[serde(default = "default_index_bytes")]
     #[schemars(range(min = 512, max = 10000))]
     pub index_bytes: u32,
-    /// Give each new session the index (or, with a remote server, the lookup reminder).
+    /// Give each new session the index (or, with a remote server, the lookup reminder), and a
+    /// reminder before a compaction. false: sync removes the SessionStart and PreCompact hooks
+    /// memloop installed.
     #[serde(default = "default_true")]
     pub session_start: bool,
 }

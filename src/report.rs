@@ -32,6 +32,7 @@ pub fn owned(change: &Change) -> String {
         },
         Desired::Fragments { fragments, .. } => fragments
             .iter()
+            .filter(|fragment| !matches!(fragment, Fragment::Retired(_)))
             .map(|fragment| match fragment {
                 Fragment::JsonMember { path, .. } => path.join("."),
                 Fragment::JsonFirstMember { key, .. } => key.clone(),
@@ -48,6 +49,7 @@ pub fn owned(change: &Change) -> String {
                     "@AGENTS.md import".into()
                 }
                 Fragment::MarkdownBlock { .. } => "rules block".into(),
+                Fragment::Retired(_) => unreachable!("filtered out above"),
             })
             .collect::<Vec<_>>()
             .join(", "),

@@ -54,6 +54,20 @@ pub enum Fragment {
     },
     /// The managed block of a Markdown file.
     MarkdownBlock { body: String },
+    /// A fragment memloop.toml switches off (`[memory] session_start = false`): sync takes it
+    /// out of the file where it is, and the doctor reports it while it is still there.
+    Retired(Box<Fragment>),
+}
+
+impl Fragment {
+    /// `self` when `wanted`, else the same fragment retired.
+    pub fn wanted_if(self, wanted: bool) -> Fragment {
+        if wanted {
+            self
+        } else {
+            Fragment::Retired(Box::new(self))
+        }
+    }
 }
 
 /// The desired content of one path.

@@ -332,6 +332,17 @@ fn the_index_of_an_empty_or_remote_memory_is_the_reminder_and_it_can_be_switched
     );
     let json = json_of(repo.path(), &["memory", "index", "--format", "json"]);
     assert_eq!(json["source"], "reminder");
+    // Before a compaction every agent is given the same plain reminder to store what it learned.
+    let pre = run_ok(repo.path(), &["hook", "pre-compact", "--agent", "claude"]);
+    assert!(
+        pre.starts_with("memloop: older turns are about to be summarised."),
+        "{pre}"
+    );
+    assert!(
+        pre.contains("store each of them in the memory store"),
+        "{pre}"
+    );
+    assert!(pre.ends_with(".\n") && pre.lines().count() == 1, "{pre:?}");
 
     fs::write(
         repo.path().join("memloop.toml"),
@@ -343,13 +354,21 @@ fn the_index_of_an_empty_or_remote_memory_is_the_reminder_and_it_can_be_switched
     assert_eq!(stdout(&off), "");
     assert_eq!(stderr(&off), "");
     assert_eq!(run_ok(repo.path(), &["memory", "index"]), "");
+    let pre = memloop(repo.path(), &["hook", "pre-compact", "--agent", "claude"]);
+    assert!(pre.status.success(), "{}", stderr(&pre));
+    assert_eq!(
+        stdout(&pre),
+        "",
+        "switched off, the reminder is not given either"
+    );
 }
 
 #[test]
 fn hook_failures_exit_1_never_2() {
     let repo = Repo::new();
-    let cases: [&[&str]; 4] = [
+    let cases: [&[&str]; 5] = [
         &["hook", "session-start"],
+        &["hook", "pre-compact", "--agent", "vim"],
         &["hook", "session-start", "--agent"],
         &["hook", "session-start", "--agent", "vim"],
         &["hook", "session-start", "--agent", "claude", "--bogus"],

@@ -225,6 +225,18 @@ fn fragment_state(
             Drift::EditedByUser
         }
     };
+    if let Fragment::Retired(inner) = fragment {
+        let there = fragment_state(text, format, inner, before, written_by_memloop);
+        let off = there.drift == Drift::Missing;
+        return State {
+            drift: if off { Drift::Current } else { Drift::Stale },
+            what: format!(
+                "{} (switched off by [memory] session_start = false)",
+                there.what
+            ),
+            line: there.line.filter(|_| !off),
+        };
+    }
     let missing = *before == Content::Missing;
     match (fragment, format) {
         (Fragment::JsonMember { path, value }, Format::Json(dialect)) => {

@@ -364,7 +364,7 @@ fn edit(
             let prune =
                 |path: &[String]| original_value.is_some_and(|value| lookup(value, path).is_none());
             let mut restore: Vec<&[String]> = Vec::new();
-            for fragment in fragments {
+            for (fragment, mode) in effective(fragments, mode) {
                 match (fragment, mode) {
                     (Fragment::JsonMember { path, value }, Mode::Install) => {
                         doc.set(path, value)?
@@ -463,7 +463,7 @@ fn edit(
                 Some(OriginalView::Toml(Some(original))) => Some(original),
                 _ => None,
             };
-            for fragment in fragments {
+            for (fragment, mode) in effective(fragments, mode) {
                 match (fragment, mode) {
                     (Fragment::TomlEntry { key, entry }, Mode::Install) => {
                         doc.upsert_entry(key, entry)?
@@ -582,6 +582,14 @@ fn remove_list_item(
             false
         }
     }
+}
+
+/// Each fragment with what `mode` does to it: a retired one is only ever taken out.
+fn effective(fragments: &[Fragment], mode: Mode) -> impl Iterator<Item = (&Fragment, Mode)> {
+    fragments.iter().map(move |fragment| match fragment {
+        Fragment::Retired(inner) => (inner.as_ref(), Mode::Remove),
+        other => (other, mode),
+    })
 }
 
 /// Re-parses an edited text: memloop never writes a file its agent could not read.

@@ -83,6 +83,8 @@ enum HookCommand {
     Record(AgentArg),
     /// Print what a new session is told about the repository's memory (index or reminder).
     SessionStart(crate::serve::SessionStartArgs),
+    /// Print the last reminder before older turns are summarised (plain text).
+    PreCompact(crate::serve::SessionStartArgs),
     #[command(external_subcommand)]
     Unknown(Vec<String>),
 }
@@ -237,6 +239,12 @@ pub fn run(
         Some(HookCommand::Stop(arg)) => parse_agent(&arg).and_then(|id| stop(id, reader)),
         Some(HookCommand::Record(arg)) => parse_agent(&arg).and_then(|id| record(id, reader(id))),
         Some(HookCommand::SessionStart(args)) => return Ok(crate::serve::session_start_hook(args)),
+        Some(HookCommand::PreCompact(args)) => {
+            return Ok(crate::serve::hook_event(
+                args,
+                crate::serve::HookEvent::PreCompact,
+            ));
+        }
         Some(HookCommand::Unknown(words)) => Err(anyhow::anyhow!(
             "unknown hook command {:?}; use `memloop hook stop` or `memloop hook record`",
             words.first().map(String::as_str).unwrap_or_default()

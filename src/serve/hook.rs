@@ -2,7 +2,7 @@
 //! index, or the lookup rule alone) in the form the agent's start hook reads.
 //!
 //! ```text
-//! --agent claude      {"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"..."}}
+//! --agent claude, codex  {"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"..."}}
 //! --agent <other>     the text itself (kimi, opencode, text)
 //! ```
 //!
@@ -25,11 +25,11 @@ use crate::config::Config;
 
 const INPUT_WAIT: Duration = Duration::from_millis(500);
 const MAX_INPUT: u64 = 1 << 20;
-const AGENTS: &str = "claude, kimi, opencode or text";
+const AGENTS: &str = "claude, codex, kimi, opencode or text";
 
 #[derive(Debug, clap::Args)]
 pub struct SessionStartArgs {
-    /// The agent calling: claude (SessionStart JSON), or kimi, opencode, text (plain text).
+    /// The agent calling: claude, codex (SessionStart JSON), or kimi, opencode, text (plain text).
     // A value-less `--agent` is reported by the hook itself: clap's usage errors exit 2.
     #[arg(long, value_name = "AGENT", num_args = 0..=1, default_missing_value = "")]
     agent: Option<String>,
@@ -43,8 +43,27 @@ enum Form {
     Text,
 }
 
+/// What the hook is asked for: the text a session starts with, or the last reminder before the
+/// agent summarises older turns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    SessionStart,
+    PreCompact,
+}
+
+/// Printed before a compaction: Claude Code hands a PreCompact hook's output to the summary as
+/// instructions, so it asks for what was not stored to survive the summary, and to be stored.
+pub const PRE_COMPACT: &str = "memloop: older turns are about to be summarised. Keep in the \
+summary, under \"Not yet stored\", every decision, lesson and fact of this session that is not \
+in the memory store yet, with why; right after the summary, store each of them in the memory \
+store (a type, an honest importance, two to five tags).";
+
 pub fn run(args: SessionStartArgs) -> ExitCode {
-    match session_start(&args) {
+    run_event(args, Event::SessionStart)
+}
+
+pub fn run_event(args: SessionStartArgs, event: Event) -> ExitCode {
+    match session_start(&args, event) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             let why = format!("{err:#}");
@@ -57,12 +76,13 @@ pub fn run(args: SessionStartArgs) -> ExitCode {
     }
 }
 
-fn session_start(args: &SessionStartArgs) -> anyhow::Result<()> {
+fn session_start(args: &SessionStartArgs, event: Event) -> anyhow::Result<()> {
     if let Some(extra) = args.rest.first() {
         bail!("unexpected argument {extra:?}; usage: memloop hook session-start --agent <AGENT>");
     }
     let form = match args.agent.as_deref() {
-        Some("claude") => Form::ClaudeJson,
+        // Codex reads the same SessionStart JSON as Claude Code (hookSpecificOutput).
+        Some("claude" | "codex") => Form::ClaudeJson,
         Some("kimi" | "opencode" | "text") => Form::Text,
         Some("") | None => bail!("missing --agent; use --agent {AGENTS}"),
         Some(other) => bail!("unknown agent {other:?}; use --agent {AGENTS}"),
@@ -72,6 +92,14 @@ fn session_start(args: &SessionStartArgs) -> anyhow::Result<()> {
         .map(PathBuf::from);
     let root = super::repository(given, input_cwd()).map_err(anyhow::Error::msg)?;
     let config = Config::load(&root)?.unwrap_or_default();
+    if event == Event::PreCompact {
+        // Plain text for every agent: Claude Code reads it as the summary's instructions.
+        return if config.memory.session_start {
+            print(&format!("{PRE_COMPACT}\n"))
+        } else {
+            Ok(())
+        };
+    }
     let session = session_text(&root, &config)?;
     if session.text.is_empty() {
         return Ok(());
@@ -86,6 +114,10 @@ fn session_start(args: &SessionStartArgs) -> anyhow::Result<()> {
             format!("{answer}\n")
         }
     };
+    print(&out)
+}
+
+fn print(out: &str) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(out.as_bytes())

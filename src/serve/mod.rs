@@ -17,7 +17,10 @@ pub mod store;
 mod tools;
 pub mod transport;
 
-pub use hook::{SessionStartArgs, run as session_start_hook};
+pub use hook::{
+    Event as HookEvent, PRE_COMPACT, SessionStartArgs, run as session_start_hook,
+    run_event as hook_event,
+};
 
 use std::path::PathBuf;
 use std::process::ExitCode;

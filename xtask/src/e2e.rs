@@ -25,6 +25,7 @@ mod memloop;
 pub mod proc;
 mod qwen;
 mod sandbox;
+mod session_start;
 mod summary;
 mod tools;
 mod upgrade;
@@ -226,6 +227,21 @@ const SCENARIOS: &[Scenario] = &[
         name: "gate-copilot-both-hooks",
         about: "Claude Code and Copilot set up: Copilot runs both memloop hooks for each stop, and the gate gives exactly one verdict",
         run: |c, s| copilot::gate(c, s, copilot::Hooks::Both),
+    },
+    Scenario {
+        name: "session-start-claude",
+        about: "a stored note is in Claude Code's first model request (SessionStart additionalContext); /compact sends the PreCompact reminder to the summary and the next request holds the index again",
+        run: session_start::claude,
+    },
+    Scenario {
+        name: "session-start-opencode",
+        about: "a stored note is in the system prompt of OpenCode's first model request (memloop's plugin); after POST /session/:id/summarize (the reminder in the summary's prompt) the next request holds the index again",
+        run: session_start::opencode,
+    },
+    Scenario {
+        name: "session-start-codex",
+        about: "a stored note is in the first request `codex exec` sends (memloop's SessionStart hook, trusted by the hash memloop wrote, per hooks/list)",
+        run: codex_memloop::session_start,
     },
     // Probes of Codex itself with hand-written files (the facts the adapter rests on, such as a
     // stale hash reported as modified and a hook blocking with exit 2); xtask/src/e2e/codex.rs.

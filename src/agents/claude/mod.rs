@@ -100,11 +100,7 @@ pub fn targets(ctx: &Context) -> anyhow::Result<Vec<Target>> {
             agents: vec![AgentId::Claude],
             desired: Desired::Fragments {
                 format: Format::Json(Dialect::Strict),
-                fragments: vec![Fragment::JsonHookGroup {
-                    path: vec!["hooks".into(), "Stop".into()],
-                    value: hook_group(),
-                    command: HOOK_COMMAND.into(),
-                }],
+                fragments: settings_fragments(ctx.config.memory.session_start),
             },
             note: None,
         },
@@ -134,6 +130,38 @@ pub fn server_entry(transport: &Transport) -> Value {
             Value::Object(entry)
         }
     }
+}
+
+/// `memloop hook session-start`: its SessionStart JSON puts the index in the model's context.
+pub const SESSION_START_COMMAND: &str = "memloop hook session-start --agent claude";
+/// Every way a session begins with an empty or a summarised context.
+pub const SESSION_START_MATCHER: &str = "startup|resume|clear|compact";
+/// `memloop hook pre-compact`: Claude Code gives its output to the summary as instructions.
+pub const PRE_COMPACT_COMMAND: &str = "memloop hook pre-compact --agent claude";
+/// Seconds; reading the index costs milliseconds, the rest is margin for a loaded machine.
+pub const SESSION_HOOK_TIMEOUT: u64 = 10;
+
+/// The hook groups of `.claude/settings.json`: the Stop gate, and the session-start and
+/// pre-compact pieces unless `[memory] session_start = false` retires them.
+pub fn settings_fragments(session_start: bool) -> Vec<Fragment> {
+    let hook = |event: &str, value: Value, command: &str| Fragment::JsonHookGroup {
+        path: vec!["hooks".into(), event.into()],
+        value,
+        command: command.into(),
+    };
+    vec![
+        hook("Stop", hook_group(), HOOK_COMMAND),
+        hook("SessionStart", session_start_group(), SESSION_START_COMMAND).wanted_if(session_start),
+        hook("PreCompact", pre_compact_group(), PRE_COMPACT_COMMAND).wanted_if(session_start),
+    ]
+}
+
+pub fn session_start_group() -> Value {
+    json!({"matcher": SESSION_START_MATCHER, "hooks": [{"type": "command", "command": SESSION_START_COMMAND, "timeout": SESSION_HOOK_TIMEOUT}]})
+}
+
+pub fn pre_compact_group() -> Value {
+    json!({"hooks": [{"type": "command", "command": PRE_COMPACT_COMMAND, "timeout": SESSION_HOOK_TIMEOUT}]})
 }
 
 pub fn hook_group() -> Value {

@@ -15,12 +15,13 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use crate::agents::claude::{HOOK_COMMAND, hook_group};
+use crate::agents::claude::{HOOK_COMMAND, hook_group, settings_fragments};
 use crate::config::{AgentId, Layout};
 use crate::edit::json::Dialect;
 use crate::edit::markdown;
 use crate::engine::{self, Content, Mode, PlanError};
 use crate::instructions;
+use crate::target::Fragment;
 use crate::target::is_hook_group_for;
 use crate::upgrade::{Env, Files, Migration};
 use crate::version::Version;
@@ -133,6 +134,19 @@ fn shape_rewrite(env: &Env, files: &mut Files) -> Result<(), PlanError> {
         }
         Some(other) if legacy(&other).is_some() => doc.set(&stop, &json!([hook_group()]))?,
         _ => return Ok(()),
+    }
+    // The file is rewritten to today's shape as a whole: the session-start pieces a memloop of
+    // the legacy shape never wrote come with it, as sync would add them.
+    for fragment in settings_fragments(env.ctx.config.memory.session_start) {
+        if let Fragment::JsonHookGroup {
+            path,
+            value,
+            command,
+        } = fragment
+            && path != stop
+        {
+            doc.upsert_item(&path, &value, &|group| is_hook_group_for(group, &command))?;
+        }
     }
     files.write_text(&path, &doc.to_text(), encoding)
 }

@@ -29,6 +29,12 @@ pub struct Codex;
 pub const HOOK_COMMAND: &str = "memloop hook stop --agent codex";
 /// Seconds, as Codex reads `timeout` (its default is 600).
 pub const HOOK_TIMEOUT: u64 = 30;
+/// `memloop hook session-start`: Codex reads its SessionStart JSON's `additionalContext`.
+pub const SESSION_START_COMMAND: &str = "memloop hook session-start --agent codex";
+/// Codex's SessionStart sources but `fork` (a fork carries its parent's context).
+pub const SESSION_START_MATCHER: &str = "startup|resume|clear|compact";
+/// Seconds; reading the index costs milliseconds.
+pub const SESSION_HOOK_TIMEOUT: u64 = 10;
 pub const PROJECT_CONFIG: &str = ".codex/config.toml";
 pub const HOOKS_JSON: &str = ".codex/hooks.json";
 /// `codex exec` runs with approval policy `never`, which refuses every MCP call needing
@@ -93,6 +99,7 @@ pub fn trusted_root(root: &Path) -> PathBuf {
 pub fn targets(ctx: &Context, _skipped: &mut Vec<String>) -> anyhow::Result<Vec<Target>> {
     let (config_path, config_display) = ctx.project_target_display(PROJECT_CONFIG);
     let (hooks_path, hooks_display) = ctx.project_target_display(HOOKS_JSON);
+    let session_start = ctx.config.memory.session_start;
     let out = vec![
         Target {
             path: config_path,
@@ -116,11 +123,19 @@ pub fn targets(ctx: &Context, _skipped: &mut Vec<String>) -> anyhow::Result<Vec<
             agents: vec![AgentId::Codex],
             desired: Desired::Fragments {
                 format: Format::Json(Dialect::Strict),
-                fragments: vec![Fragment::JsonHookGroup {
-                    path: vec!["hooks".into(), "Stop".into()],
-                    value: hook_group(),
-                    command: HOOK_COMMAND.into(),
-                }],
+                fragments: vec![
+                    Fragment::JsonHookGroup {
+                        path: vec!["hooks".into(), "Stop".into()],
+                        value: hook_group(),
+                        command: HOOK_COMMAND.into(),
+                    },
+                    Fragment::JsonHookGroup {
+                        path: vec!["hooks".into(), "SessionStart".into()],
+                        value: session_start_group(),
+                        command: SESSION_START_COMMAND.into(),
+                    }
+                    .wanted_if(session_start),
+                ],
             },
             note: None,
         },
@@ -133,6 +148,38 @@ pub fn hook_hash() -> String {
     trust::command_hook_trusted_hash("stop", HOOK_COMMAND, Some(HOOK_TIMEOUT), None)
 }
 
+/// The user config's `trusted_hash` of memloop's SessionStart handler, group `group`.
+pub fn session_start_trust(root: &Path, group: usize) -> Fragment {
+    Fragment::TomlTable {
+        path: vec![
+            "hooks".into(),
+            "state".into(),
+            trust::hook_state_key(&root.join(HOOKS_JSON), "session_start", group, 0),
+        ],
+        fields: vec![(
+            "trusted_hash".into(),
+            EntryValue::String(session_start_hash()),
+        )],
+        whole: false,
+    }
+}
+
+/// A SessionStart group's `matcher` is part of its identity (Codex hashes the matcher of the
+/// events that use one).
+pub fn session_start_hash() -> String {
+    trust::command_hook_trusted_hash_matching(
+        "session_start",
+        Some(SESSION_START_MATCHER),
+        SESSION_START_COMMAND,
+        Some(SESSION_HOOK_TIMEOUT),
+        None,
+    )
+}
+
+pub fn session_start_group() -> Value {
+    json!({"matcher": SESSION_START_MATCHER, "hooks": [{"type": "command", "command": SESSION_START_COMMAND, "timeout": SESSION_HOOK_TIMEOUT}]})
+}
+
 pub fn hook_group() -> Value {
     json!({"hooks": [{"type": "command", "command": HOOK_COMMAND, "timeout": HOOK_TIMEOUT}]})
 }
@@ -141,6 +188,11 @@ pub fn hook_group() -> Value {
 /// the first group running only memloop's command keeps its place; otherwise it is appended.
 /// Codex's trust key counts groups from 0.
 pub fn group_index(hooks_json: &Path) -> usize {
+    group_index_of(hooks_json, "Stop", HOOK_COMMAND)
+}
+
+/// As [`group_index`], for the group running `command` in the `event` array.
+pub fn group_index_of(hooks_json: &Path, event: &str, command: &str) -> usize {
     let Ok(text) = std::fs::read_to_string(hooks_json) else {
         return 0;
     };
@@ -149,13 +201,14 @@ pub fn group_index(hooks_json: &Path) -> usize {
     };
     let value = doc.value();
     let groups = value
-        .pointer("/hooks/Stop")
+        .get("hooks")
+        .and_then(|hooks| hooks.get(event))
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default();
     groups
         .iter()
-        .position(|g| is_hook_group_for(g, HOOK_COMMAND))
+        .position(|g| is_hook_group_for(g, command))
         .unwrap_or(groups.len())
 }
 

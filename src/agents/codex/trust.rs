@@ -12,7 +12,10 @@ use std::path::Path;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::{HOOKS_JSON, codex_home, group_index, hook_hash, trusted_root};
+use super::{
+    HOOKS_JSON, SESSION_START_COMMAND, codex_home, group_index, group_index_of, hook_hash,
+    session_start_trust, trusted_root,
+};
 use crate::config::AgentId;
 use crate::edit::toml::EntryValue;
 use crate::repo::Context;
@@ -21,7 +24,13 @@ use crate::target::{Desired, Format, Fragment, Scope, Target};
 /// The user config holding this repository's trust entries.
 pub fn target(ctx: &Context) -> Target {
     let user_config = codex_home(&ctx.home).join("config.toml");
-    let group = group_index(&ctx.root.join(HOOKS_JSON));
+    let hooks_json = ctx.root.join(HOOKS_JSON);
+    let group = group_index(&hooks_json);
+    let start_group = group_index_of(&hooks_json, "SessionStart", SESSION_START_COMMAND);
+    let root = trusted_root(ctx.root);
+    let mut fragments = fragments(&root, group);
+    fragments
+        .push(session_start_trust(&root, start_group).wanted_if(ctx.config.memory.session_start));
     Target {
         display: ctx.display_user_path(&user_config),
         path: user_config,
@@ -29,7 +38,7 @@ pub fn target(ctx: &Context) -> Target {
         agents: vec![AgentId::Codex],
         desired: Desired::Fragments {
             format: Format::Toml,
-            fragments: fragments(&trusted_root(ctx.root), group),
+            fragments,
         },
         note: None,
     }
@@ -67,6 +76,18 @@ pub fn command_hook_trusted_hash(
     timeout_sec: Option<u64>,
     status_message: Option<&str>,
 ) -> String {
+    command_hook_trusted_hash_matching(event_label, None, command, timeout_sec, status_message)
+}
+
+/// As [`command_hook_trusted_hash`] for a group whose `matcher` is part of the identity (the
+/// events that use one, such as `session_start`).
+pub fn command_hook_trusted_hash_matching(
+    event_label: &str,
+    matcher: Option<&str>,
+    command: &str,
+    timeout_sec: Option<u64>,
+    status_message: Option<&str>,
+) -> String {
     let mut handler = json!({
         "type": "command",
         "command": command,
@@ -76,7 +97,11 @@ pub fn command_hook_trusted_hash(
     if let Some(message) = status_message {
         handler["statusMessage"] = json!(message);
     }
-    let identity = sorted_keys(&json!({"event_name": event_label, "hooks": [handler]}));
+    let mut identity = json!({"event_name": event_label, "hooks": [handler]});
+    if let Some(matcher) = matcher {
+        identity["matcher"] = json!(matcher);
+    }
+    let identity = sorted_keys(&identity);
     let digest = Sha256::digest(identity.to_string().as_bytes());
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
     format!("sha256:{hex}")
@@ -116,6 +141,30 @@ mod tests {
 
     /// Hashes the real Codex 0.171.0 reported as `currentHash` in `hooks/list` for these handlers
     /// of a project `.codex/hooks.json` (xtask/src/e2e/codex_facts.md, "Stop hook trust").
+    #[test]
+    fn a_session_start_hash_holds_its_matcher_as_codex_computes_it() {
+        // `currentHash` of memloop's SessionStart handler in `hooks/list` of Codex 0.171.0
+        // (e2e session-start-codex); without the matcher the hash differs.
+        let with = command_hook_trusted_hash_matching(
+            "session_start",
+            Some("startup|resume|clear|compact"),
+            "memloop hook session-start --agent codex",
+            Some(10),
+            None,
+        );
+        assert_eq!(
+            with,
+            "sha256:ac7445cc8bd1bd4d6e145880f6581cc762e4c535d2121e22da6b9730820a5381"
+        );
+        let without = command_hook_trusted_hash(
+            "session_start",
+            "memloop hook session-start --agent codex",
+            Some(10),
+            None,
+        );
+        assert_ne!(with, without);
+    }
+
     #[test]
     fn trusted_hash_matches_what_codex_computes() {
         assert_eq!(

@@ -305,3 +305,55 @@ fn is_rollout(path: &Path) -> bool {
         .and_then(|n| n.to_str())
         .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(".jsonl"))
 }
+
+/// Session start: a note stored before the session is in the first request `codex exec` sends,
+/// by memloop's SessionStart hook (`additionalContext`), trusted by the hash memloop wrote.
+/// Codex 0.171.0 has no compaction a test can ask for, and its PreCompact output has no way to
+/// the model (session_start_facts.md).
+pub fn session_start(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    ctx.caps.need_serve()?;
+    ctx.caps.need_hook()?;
+    let fake = FakeResponses::start(Script {
+        steps: vec![Step::Say("Hello.".into())],
+        latency: ctx.model_latency,
+    })?;
+    install(ctx, sb, Some(&fake.base_url()))?;
+    super::session_start::seed(sb)?;
+
+    let repo = sb.repo.canonicalize()?;
+    let key = hook_state_key(&repo.join(".codex/hooks.json"), "session_start", 0, 0);
+    let hash = written_hash(sb, &key)?;
+    let hooks = hooks_list(ctx, sb)?;
+    let Some(hook) = hooks.iter().find(|h| h["key"] == key.as_str()) else {
+        bail!("`hooks/list` has no hook under the key memloop wrote ({key:?}): {hooks:?}");
+    };
+    if hook["currentHash"] != json!(hash) || hook["trustStatus"] != "trusted" {
+        bail!(
+            "Codex computes {} (status {}) for memloop's SessionStart hook; memloop wrote {hash}",
+            hook["currentHash"],
+            hook["trustStatus"]
+        );
+    }
+    println!("   hooks/list: {key} {hash} trusted");
+
+    let out = exec(ctx, sb, &fake, "Say hello.")?;
+    let Some(first) = fake.model_calls().into_iter().next() else {
+        bail!(
+            "Codex sent no request to the fake Responses API\n{}",
+            out.report()
+        );
+    };
+    let text = first.body.to_string();
+    if !text.contains(super::session_start::NOTE_MARK) {
+        bail!(
+            "the first request of the Codex session lacks the memory index\nmodel requests:\n{}\n{}",
+            fake.transcript(),
+            proc::tail(&text, 4000)
+        );
+    }
+    println!(
+        "   first request holds the index line {:?}",
+        super::session_start::NOTE_MARK
+    );
+    Ok(())
+}

@@ -556,7 +556,10 @@ mod tests {
         assert!(!mentions_version("2.1.332 (Claude Code)", "2.1.33"));
         assert!(!mentions_version("2.1.332 (Claude Code)", "1.332"));
         // Copilot ends its sentence with a full stop.
-        assert!(mentions_version("GitHub Copilot CLI 1.0.102.\nRun 'copilot update'", "1.0.102"));
+        assert!(mentions_version(
+            "GitHub Copilot CLI 1.0.102.\nRun 'copilot update'",
+            "1.0.102"
+        ));
         assert!(!mentions_version("GitHub Copilot CLI 1.0.1020.", "1.0.102"));
     }
 

@@ -1,4 +1,4 @@
-// memloop opencode plugin v2
+// memloop opencode plugin v3
 // Written by memloop; `memloop sync` replaces it, `memloop uninstall` removes it.
 //
 // The memory gate for OpenCode, which has no Stop hook. Every tool call is recorded with
@@ -14,6 +14,13 @@
 // (`experimental.text.complete`, awaited by OpenCode 1.18): a reply without tool calls is the
 // turn's answer, and a block adds the gate's message to the session with `noReply`, which makes
 // the still-running loop take one more turn. The idle path stays for turns that end without text.
+//
+// Memory at session start: `memloop hook session-start --agent opencode` prints the index of the
+// repository's memory (or the lookup rule alone). It is read once per session and added to the
+// system prompt of that session's model calls (`experimental.chat.system.transform`), read again
+// after `session.compacted`, and `experimental.session.compacting` adds the reminder of
+// `memloop hook pre-compact` to the summary's prompt. With `[memory] session_start = false`
+// memloop prints nothing and nothing is added.
 
 import { spawn } from "node:child_process";
 
@@ -29,12 +36,16 @@ function runMemloop(args, payload, cwd) {
     try {
       child = spawn(process.env.MEMLOOP_BIN || "memloop", args, {
         cwd,
-        stdio: ["pipe", "ignore", "pipe"],
+        stdio: ["pipe", "pipe", "pipe"],
       });
     } catch (err) {
-      resolve({ code: null, stderr: String(err) });
+      resolve({ code: null, stdout: "", stderr: String(err) });
       return;
     }
+    let stdout = "";
+    child.stdout.on("data", (chunk) => {
+      if (stdout.length < MAX_STDERR) stdout += chunk;
+    });
     let stderr = "";
     const timer = setTimeout(() => {
       try {
@@ -46,11 +57,11 @@ function runMemloop(args, payload, cwd) {
     });
     child.on("error", (err) => {
       clearTimeout(timer);
-      resolve({ code: null, stderr: String(err) });
+      resolve({ code: null, stdout: "", stderr: String(err) });
     });
     child.on("close", (code) => {
       clearTimeout(timer);
-      resolve({ code, stderr });
+      resolve({ code, stdout, stderr });
     });
     child.stdin.on("error", () => {});
     child.stdin.end(JSON.stringify(payload));
@@ -73,6 +84,8 @@ export const MemloopGate = async ({ client, directory }) => {
         checkedAt: -1,
         agent: undefined,
         model: undefined,
+        // The session-start text, read once (a promise, so concurrent calls share one read).
+        memory: undefined,
       };
       sessions.set(id, state);
     }
@@ -133,7 +146,33 @@ export const MemloopGate = async ({ client, directory }) => {
     await client.session.prompt({ path: { id }, body });
   };
 
+  // The session-start text for a session ("" when memloop gives none or fails).
+  const memoryOf = (id) => {
+    const state = sessionOf(id);
+    if (!state.memory) {
+      state.memory = runMemloop(["hook", "session-start", "--agent", "opencode"], { session_id: id, cwd: directory }, directory)
+        .then((result) => (result.code === 0 ? result.stdout.trim() : ""))
+        .catch(() => "");
+    }
+    return state.memory;
+  };
+
   return {
+    "experimental.chat.system.transform": async (input, output) => {
+      try {
+        if (!input || typeof input.sessionID !== "string" || !output || !Array.isArray(output.system)) return;
+        const text = await memoryOf(input.sessionID);
+        if (text) output.system.push(text);
+      } catch {}
+    },
+    "experimental.session.compacting": async (input, output) => {
+      try {
+        if (!input || typeof input.sessionID !== "string" || !output || !Array.isArray(output.context)) return;
+        const result = await runMemloop(["hook", "pre-compact", "--agent", "opencode"], { session_id: input.sessionID, cwd: directory }, directory);
+        const text = result.code === 0 ? result.stdout.trim() : "";
+        if (text) output.context.push(text);
+      } catch {}
+    },
     "tool.execute.after": async (input) => {
       try {
         if (!input || typeof input.sessionID !== "string" || typeof input.tool !== "string") return;
@@ -166,6 +205,10 @@ export const MemloopGate = async ({ client, directory }) => {
           if (info && info.role === "assistant" && typeof info.sessionID === "string" && info.id) {
             sessionOf(info.sessionID).assistant.add(info.id);
           }
+        } else if (event.type === "session.compacted") {
+          // The summary replaced the older turns: the next call reads the index afresh.
+          const id = event.properties.sessionID;
+          if (typeof id === "string") sessionOf(id).memory = undefined;
         } else if (event.type === "session.deleted") {
           const info = event.properties.info;
           if (info && info.id) sessions.delete(info.id);
