@@ -128,6 +128,41 @@ fn codex_trust_writes_project_and_hook_trust_once() {
     );
 }
 
+/// memloop's Stop group moves to index 1 when the user puts a group of their own first: the trust
+/// entry follows it, and the one at the old key goes (a hook put there later would run trusted).
+#[test]
+fn codex_trust_follows_memloops_group_when_it_moves() {
+    let world = World::new("codex");
+    world.ok(&["trust", "--yes"]);
+    let root = world.root_str();
+    let hooks = world.root.join(".codex/hooks.json");
+    let text = std::fs::read_to_string(&hooks).unwrap();
+    let moved = text.replacen(
+        "\"Stop\": [",
+        "\"Stop\": [\n      {\"hooks\": [{\"type\": \"command\", \"command\": \"./lint.sh\"}]},",
+        1,
+    );
+    assert_ne!(moved, text);
+    std::fs::write(&hooks, moved).unwrap();
+    world.ok(&["sync"]);
+    let config = world.home_text(CODEX_CONFIG);
+    assert!(
+        config.contains(&format!("{root}/.codex/hooks.json:stop:1:0")),
+        "{config}"
+    );
+    assert!(
+        !config.contains(&format!("{root}/.codex/hooks.json:stop:0:0")),
+        "{config}"
+    );
+    let doctor = String::from_utf8(world.run(&["doctor", "--format", "json"]).stdout).unwrap();
+    assert!(!doctor.contains("hook-trust-left"), "{doctor}");
+    world.ok(&["trust", "--revoke", "--yes"]);
+    assert!(
+        !exists(&world.home.join(CODEX_CONFIG)),
+        "revoke left the file memloop created"
+    );
+}
+
 #[test]
 fn codex_revoke_gives_back_the_bytes_from_before() {
     let world = World::new("codex");

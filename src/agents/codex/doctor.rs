@@ -330,15 +330,13 @@ fn user_config(d: &mut Doctor, path: &Path, agent: &crate::doctor::Agent) {
             .map(|(k, _)| k.to_owned())
             .collect();
         for old in left {
-            d.push(
-                Finding::warning(
+            let finding = Finding::warning(
                     AGENT,
                     "hook-trust-left",
                     format!("{shown} still trusts memloop's hook at [hooks.state.\"{old}\"], where it no longer is (its group moved in .codex/hooks.json): a hook put there later would run trusted"),
                 )
-                .file(shown.clone())
-                .fix("remove that [hooks.state] table by hand"),
-            );
+                .file(shown.clone());
+            d.push(d.by_trust(finding));
         }
         if let Some(problem) = problem {
             let finding = Finding::error(

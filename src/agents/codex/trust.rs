@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 
 use super::{
     HOOKS_JSON, SESSION_START_COMMAND, codex_home, group_index, group_index_of, hook_hash,
-    session_start_trust, trusted_root,
+    session_start_hash, session_start_trust, trusted_root,
 };
 use crate::config::AgentId;
 use crate::edit::toml::EntryValue;
@@ -31,6 +31,19 @@ pub fn target(ctx: &Context) -> Target {
     let mut fragments = fragments(&root, group);
     fragments
         .push(session_start_trust(&root, start_group).wanted_if(ctx.config.memory.session_start));
+    // A group that moved in .codex/hooks.json leaves memloop's trust at its old key, where a hook
+    // put there later would run trusted: those entries are taken out.
+    let current = [
+        ("stop", group, hook_hash()),
+        ("session_start", start_group, session_start_hash()),
+    ];
+    for (key, hash) in left_behind(&user_config, &root.join(HOOKS_JSON), &current) {
+        fragments.push(Fragment::Retired(Box::new(Fragment::TomlTable {
+            path: vec!["hooks".into(), "state".into(), key],
+            fields: vec![("trusted_hash".into(), EntryValue::String(hash))],
+            whole: false,
+        })));
+    }
     Target {
         display: ctx.display_user_path(&user_config),
         path: user_config,
@@ -42,6 +55,40 @@ pub fn target(ctx: &Context) -> Target {
         },
         note: None,
     }
+}
+
+/// The `[hooks.state]` keys in `user_config` that trust one of memloop's handlers (its event
+/// label, current group, hash) by memloop's hash at another group than the current one.
+pub fn left_behind(
+    user_config: &Path,
+    hooks_json: &Path,
+    current: &[(&str, usize, String)],
+) -> Vec<(String, String)> {
+    let Ok(text) = std::fs::read_to_string(user_config) else {
+        return Vec::new();
+    };
+    let Ok(doc) = text.parse::<toml_edit::DocumentMut>() else {
+        return Vec::new();
+    };
+    let Some(states) = doc
+        .get("hooks")
+        .and_then(|h| h.get("state"))
+        .and_then(toml_edit::Item::as_table_like)
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (event, group, hash) in current {
+        let prefix = format!("{}:{event}:", hooks_json.display());
+        let now = hook_state_key(hooks_json, event, *group, 0);
+        for (key, state) in states.iter() {
+            let trusted = state.get("trusted_hash").and_then(toml_edit::Item::as_str);
+            if key.starts_with(&prefix) && key != now && trusted == Some(hash.as_str()) {
+                out.push((key.to_owned(), hash.clone()));
+            }
+        }
+    }
+    out
 }
 
 /// The user config's entries for the repository at `root` (canonical) whose memloop Stop group
