@@ -4,17 +4,75 @@
 //!   is the old name of `hooks` (renamed in 0.129, openai/codex PR #20522); 0.171.0 still honours
 //!   it but prints a deprecation error item on every run. From 0.129 on it becomes `hooks`,
 //!   value and comments kept; where both are set, `hooks` already wins and the old key goes.
+//! - `codex-session-start`: a `.codex/hooks.json` an older memloop wrote holds its Stop group
+//!   but not the SessionStart group that gives each session the memory index; it is added, as
+//!   sync would (unless `[memory] session_start = false`).
 
 use std::path::PathBuf;
 
-use super::codex_home;
+use serde_json::Value;
+
+use super::{HOOK_COMMAND, HOOKS_JSON, SESSION_START_COMMAND, codex_home, session_start_group};
 use crate::config::AgentId;
+use crate::edit::json::Dialect;
 use crate::engine::PlanError;
+use crate::target::is_hook_group_for;
 use crate::upgrade::{Env, Files, Migration};
 use crate::version::{Product, Range, Version};
 
 /// Codex's migrations, in the order they run.
-pub const MIGRATIONS: &[Migration] = &[HOOKS_FEATURE];
+pub const MIGRATIONS: &[Migration] = &[HOOKS_FEATURE, SESSION_START];
+
+pub const SESSION_START: Migration = Migration {
+    id: "codex-session-start",
+    agent: Some(AgentId::Codex),
+    range: Range::Any,
+    about: "memloop's SessionStart hook (the memory index at session start) joins its Stop hook in .codex/hooks.json",
+    detect: session_start_detect,
+    rewrite: session_start_rewrite,
+};
+
+fn holds_group(doc: &Value, event: &str, command: &str) -> bool {
+    doc.pointer(&format!("/hooks/{event}"))
+        .and_then(Value::as_array)
+        .is_some_and(|groups| groups.iter().any(|g| is_hook_group_for(g, command)))
+}
+
+fn session_start_detect(env: &Env, files: &mut Files) -> Result<Vec<String>, PlanError> {
+    if !env.ctx.config.memory.session_start {
+        return Ok(Vec::new());
+    }
+    let path = env.ctx.root.join(HOOKS_JSON);
+    let Some((doc, _)) = files.json(&path, Dialect::Strict)? else {
+        return Ok(Vec::new());
+    };
+    let value = doc.value();
+    Ok(
+        if holds_group(&value, "Stop", HOOK_COMMAND)
+            && !holds_group(&value, "SessionStart", SESSION_START_COMMAND)
+        {
+            vec![format!(
+                "{}: memloop's Stop hook without its SessionStart hook (written by an older memloop)",
+                files.display(&path)
+            )]
+        } else {
+            Vec::new()
+        },
+    )
+}
+
+fn session_start_rewrite(env: &Env, files: &mut Files) -> Result<(), PlanError> {
+    let path = env.ctx.root.join(HOOKS_JSON);
+    let Some((mut doc, encoding)) = files.json(&path, Dialect::Strict)? else {
+        return Ok(());
+    };
+    doc.upsert_item(
+        &["hooks".into(), "SessionStart".into()],
+        &session_start_group(),
+        &|group| is_hook_group_for(group, SESSION_START_COMMAND),
+    )?;
+    files.write_text(&path, &doc.to_text(), encoding)
+}
 
 pub const HOOKS_FEATURE: Migration = Migration {
     id: "codex-hooks-feature",
