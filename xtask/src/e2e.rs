@@ -134,6 +134,11 @@ const SCENARIOS: &[Scenario] = &[
         run: gate::claude,
     },
     Scenario {
+        name: "gate-claude-unknown-keys",
+        about: "as gate-claude with unknown keys in memloop's Stop group and handler: Claude Code ignores them and the gate still runs",
+        run: gate::claude_unknown_keys,
+    },
+    Scenario {
         name: "gate-opencode",
         about: "OpenCode (serve) edits, the plugin sends it back, it stores over MCP, then idles",
         run: gate::opencode,
