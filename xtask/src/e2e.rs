@@ -304,6 +304,9 @@ const USAGE: &str =
 env: MEMLOOP_E2E_CACHE overrides the tool cache (default ${XDG_CACHE_HOME:-~/.cache}/memloop-e2e)";
 
 pub fn run(args: &[String]) -> Result<()> {
+    if args.first().map(String::as_str) == Some(netns::PROBE_ARG) {
+        netns::probe();
+    }
     let mut selected = Vec::new();
     let mut keep = false;
     let mut shared_network = false;

@@ -15,9 +15,43 @@ pub enum Isolation {
     Unavailable(String),
 }
 
+/// The hidden argument on which `cargo xtask e2e` only tries `enter` and says how it went.
+pub const PROBE_ARG: &str = "--netns-probe";
+
 /// Moves this process (and every child it starts from now on) into a loopback-only network
-/// namespace. An error means the namespace was entered but is not usable: the run must stop.
+/// namespace, once a child process has shown that it can: a namespace entered but left without
+/// loopback (a kernel that gives the namespace but not the right to bring `lo` up) would strand
+/// the run, and a process cannot go back to the network it left.
 pub fn enter() -> Result<Isolation, String> {
+    let exe = std::env::current_exe().map_err(|err| format!("finding xtask's binary: {err}"))?;
+    let probe = std::process::Command::new(exe)
+        .args(["e2e", PROBE_ARG])
+        .output()
+        .map_err(|err| format!("running the namespace probe: {err}"))?;
+    if !probe.status.success() {
+        let why = String::from_utf8_lossy(&probe.stdout).trim().to_owned();
+        return Ok(Isolation::Unavailable(if why.is_empty() {
+            format!("the probe ended with {}", probe.status)
+        } else {
+            why
+        }));
+    }
+    enter_here()
+}
+
+/// The probe: enters the namespace in this (throw-away) process; exit 0 when only loopback is
+/// reachable, 1 with the reason on stdout otherwise.
+pub fn probe() -> ! {
+    match enter_here() {
+        Ok(Isolation::Loopback) => std::process::exit(0),
+        Ok(Isolation::Unavailable(why)) | Err(why) => {
+            println!("{why}");
+            std::process::exit(1)
+        }
+    }
+}
+
+fn enter_here() -> Result<Isolation, String> {
     // SAFETY: plain system calls on this process; no memory is shared with the kernel beyond
     // the `ifreq` passed by pointer, which lives across the call.
     unsafe {
