@@ -520,7 +520,22 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 /// approval policy `never` and the `workspace-write` sandbox (network off), in which
 /// exec_command may write the repo.
 pub(super) fn exec(ctx: &Ctx, sb: &Sandbox, fake: &FakeResponses, prompt: &str) -> Result<Output> {
-    let args = ["exec", "--json", prompt];
+    exec_with(ctx, sb, fake, &[], prompt)
+}
+
+/// [`exec`] with `config` overrides (`-c key=value` each).
+pub(super) fn exec_with(
+    ctx: &Ctx,
+    sb: &Sandbox,
+    fake: &FakeResponses,
+    config: &[&str],
+    prompt: &str,
+) -> Result<Output> {
+    let mut args = vec!["exec", "--json"];
+    for over in config {
+        args.extend(["-c", over]);
+    }
+    args.push(prompt);
     let out = sb.run(codex(ctx), &args, ctx.gate_timeout)?;
     let _ = std::fs::write(sb.root.join("model-requests.jsonl"), fake.dump());
     let _ = std::fs::write(sb.root.join("codex-exec.jsonl"), &out.stdout);

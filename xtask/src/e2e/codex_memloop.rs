@@ -18,14 +18,20 @@ use toml_edit::DocumentMut;
 
 use super::Ctx;
 use super::codex::{
-    GATE_COMMAND, NAMESPACE, SERVER, check_stored, codex, codex_home, exec, hook_state_key,
-    hooks_list, parse_json_out, response_items, set_up_harness,
+    GATE_COMMAND, NAMESPACE, SERVER, check_stored, codex, codex_home, exec, exec_with,
+    hook_state_key, hooks_list, parse_json_out, response_items, set_up_harness,
 };
 use super::config::expect;
 use super::fake_model::GATE_MARKER;
-use super::fake_responses::{FakeResponses, SCRIPT_EXHAUSTED, Script, Step, tool_label};
+use super::fake_responses::{
+    COMPACT_PROMPT, FakeResponses, SCRIPT_EXHAUSTED, SUMMARY_MARK, Script, Step, tool_label,
+};
 use super::proc;
 use super::sandbox::Sandbox;
+use super::session_start::NOTE_MARK;
+
+/// Below what the fake reports for its tool call, far below the catalog's context window.
+const AUTO_COMPACT_LIMIT: u64 = 20_000;
 
 fn memloop(sb: &Sandbox, args: &[&str]) -> Result<()> {
     let out = sb.run("memloop", args, std::time::Duration::from_secs(60))?;
@@ -307,14 +313,21 @@ fn is_rollout(path: &Path) -> bool {
 }
 
 /// Session start: a note stored before the session is in the first request `codex exec` sends,
-/// by memloop's SessionStart hook (`additionalContext`), trusted by the hash memloop wrote.
-/// Codex 0.171.0 has no compaction a test can ask for, and its PreCompact output has no way to
-/// the model (session_start_facts.md).
+/// by memloop's SessionStart hook (`additionalContext`), trusted by the hash memloop wrote; and
+/// again in the first request after an auto-compaction in the middle of the turn (the fake
+/// reports a usage past `model_auto_compact_token_limit` on its tool call). Codex's PreCompact
+/// output has no way to the model (session_start_facts.md).
 pub fn session_start(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     ctx.caps.need_serve()?;
     ctx.caps.need_hook()?;
     let fake = FakeResponses::start(Script {
-        steps: vec![Step::Say("Hello.".into())],
+        steps: vec![
+            Step::Reporting {
+                total_tokens: 60_000,
+                step: Box::new(Step::Exec("ls".into())),
+            },
+            Step::Say("Hello.".into()),
+        ],
         latency: ctx.model_latency,
     })?;
     install(ctx, sb, Some(&fake.base_url()))?;
@@ -336,24 +349,58 @@ pub fn session_start(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     }
     println!("   hooks/list: {key} {hash} trusted");
 
-    let out = exec(ctx, sb, &fake, "Say hello.")?;
-    let Some(first) = fake.model_calls().into_iter().next() else {
+    let limit = format!("model_auto_compact_token_limit={AUTO_COMPACT_LIMIT}");
+    let out = exec_with(ctx, sb, &fake, &[&limit], "List the files, then say hello.")?;
+    let calls = fake.model_calls();
+    let fail = |msg: String| -> Result<()> {
         bail!(
-            "Codex sent no request to the fake Responses API\n{}",
-            out.report()
-        );
-    };
-    let text = first.body.to_string();
-    if !text.contains(super::session_start::NOTE_MARK) {
-        bail!(
-            "the first request of the Codex session lacks the memory index\nmodel requests:\n{}\n{}",
+            "{msg}\nmodel requests:\n{}{}",
             fake.transcript(),
-            proc::tail(&text, 4000)
-        );
+            out.report()
+        )
+    };
+    let holds_index = |i: usize| calls[i].body.to_string().contains(NOTE_MARK);
+    if calls.is_empty() {
+        return fail("Codex sent no request to the fake Responses API".into());
+    }
+    if !holds_index(0) {
+        return fail("the first request of the Codex session lacks the memory index".into());
+    }
+    println!("   first request holds the index line {NOTE_MARK:?}");
+
+    let Some(summary) = calls.iter().position(|c| c.request().compaction) else {
+        return fail(format!(
+            "Codex did not compact (no request ending in {COMPACT_PROMPT:?}) although the fake \
+             reported 60000 tokens against a limit of {AUTO_COMPACT_LIMIT}"
+        ));
+    };
+    let Some(after) = (summary + 1 < calls.len()).then_some(summary + 1) else {
+        return fail("Codex sent no request after the compaction".into());
+    };
+    // The compacted history drops the first run's developer message; a hook run with source
+    // `compact` puts the index back after the summary.
+    let input = calls[after].body["input"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let position = |mark: &str| input.iter().position(|i| i.to_string().contains(mark));
+    let (Some(summary_at), Some(index_at)) = (position(SUMMARY_MARK), position(NOTE_MARK)) else {
+        return fail(format!(
+            "the first request after the compaction (#{}) lacks the summary or the memory index",
+            calls[after].seq
+        ));
+    };
+    if index_at < summary_at || input[index_at]["role"] != "developer" {
+        return fail(format!(
+            "in request #{} the index is item {index_at} ({}), the summary item {summary_at}: \
+             not a SessionStart run after the compaction",
+            calls[after].seq, input[index_at]["role"]
+        ));
     }
     println!(
-        "   first request holds the index line {:?}",
-        super::session_start::NOTE_MARK
+        "   auto-compaction: summary request #{}; the first request after it (#{}) holds the \
+         index again, as a developer message after the summary",
+        calls[summary].seq, calls[after].seq
     );
     Ok(())
 }
