@@ -18,13 +18,14 @@ use toml_edit::DocumentMut;
 
 use super::Ctx;
 use super::codex::{
-    GATE_COMMAND, NAMESPACE, SERVER, check_stored, codex, codex_home, exec, exec_with,
-    hook_state_key, hooks_list, parse_json_out, response_items, set_up_harness,
+    GATE_COMMAND, NAMESPACE, SERVER, check_stored, codex, codex_home, exec, exec_with, files_under,
+    hook_state_key, hooks_feature_on, hooks_list, parse_json_out, response_items, set_up_harness,
+    store_reached,
 };
 use super::config::expect;
 use super::fake_model::GATE_MARKER;
 use super::fake_responses::{
-    COMPACT_PROMPT, FakeResponses, SCRIPT_EXHAUSTED, SUMMARY_MARK, Script, Step, tool_label,
+    COMPACT_PROMPT, FakeResponses, SCRIPT_EXHAUSTED, SUMMARY_MARK, Script, Step,
 };
 use super::proc;
 use super::sandbox::Sandbox;
@@ -71,6 +72,31 @@ fn written_hash(sb: &Sandbox, key: &str) -> Result<String> {
         })
 }
 
+/// memloop's hook of `label` (group 0) as `hooks/list` reports it: under the key memloop wrote
+/// the trust for, with the hash memloop wrote, trusted. The key, the hash and the hook.
+fn trusted_hook(
+    ctx: &Ctx,
+    sb: &Sandbox,
+    label: &str,
+    event: &str,
+) -> Result<(String, String, Value)> {
+    let repo = sb.repo.canonicalize()?;
+    let key = hook_state_key(&repo.join(".codex/hooks.json"), label, 0, 0);
+    let hash = written_hash(sb, &key)?;
+    let hooks = hooks_list(ctx, sb)?;
+    let Some(hook) = hooks.into_iter().find(|h| h["key"] == key.as_str()) else {
+        bail!("`hooks/list` has no hook under the key memloop wrote ({key:?})");
+    };
+    if hook["currentHash"] != json!(hash) || hook["trustStatus"] != "trusted" {
+        bail!(
+            "Codex computes {} (status {}) for memloop's {event} hook; memloop wrote {hash}",
+            hook["currentHash"],
+            hook["trustStatus"]
+        );
+    }
+    Ok((key, hash, hook))
+}
+
 fn listed(ctx: &Ctx, sb: &Sandbox) -> Result<Vec<Value>> {
     let out = sb.run(codex(ctx), &["mcp", "list", "--json"], ctx.timeout)?;
     expect(out.success(), "`codex mcp list --json` failed", &out)?;
@@ -115,20 +141,7 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     }
     println!("   after memloop trust: mcp list shows {SERVER} = {transport}");
 
-    let repo = sb.repo.canonicalize()?;
-    let key = hook_state_key(&repo.join(".codex/hooks.json"), "stop", 0, 0);
-    let hash = written_hash(sb, &key)?;
-    let hooks = hooks_list(ctx, sb)?;
-    let Some(hook) = hooks.iter().find(|h| h["key"] == key.as_str()) else {
-        bail!("`hooks/list` has no hook under the key memloop wrote ({key:?}): {hooks:?}");
-    };
-    if hook["currentHash"] != json!(hash) || hook["trustStatus"] != "trusted" {
-        bail!(
-            "Codex computes {} (status {}) for memloop's Stop hook; memloop wrote {hash}",
-            hook["currentHash"],
-            hook["trustStatus"]
-        );
-    }
+    let (key, hash, hook) = trusted_hook(ctx, sb, "stop", "Stop")?;
     if hook["command"] != GATE_COMMAND {
         bail!(
             "the trusted hook runs {} instead of {GATE_COMMAND:?}",
@@ -137,16 +150,7 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     }
     println!("   hooks/list: {key} {hash} trusted");
 
-    let out = sb.run(codex(ctx), &["features", "list"], ctx.timeout)?;
-    let line = out
-        .stdout
-        .lines()
-        .find(|l| l.split_whitespace().next() == Some("hooks"));
-    expect(
-        line.is_some_and(|l| l.split_whitespace().last() == Some("true")),
-        &format!("`codex features list` does not show hooks on: {line:?}"),
-        &out,
-    )?;
+    hooks_feature_on(ctx, sb, "")?;
 
     memloop(sb, &["uninstall", "--yes"])?;
     if std::fs::read(&user_config)? != before {
@@ -177,32 +181,10 @@ pub fn connected(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     })?;
     install(ctx, sb, Some(&fake.base_url()))?;
     let out = exec(ctx, sb, &fake, "Store what you know about this repository.")?;
-    let calls = fake.model_calls();
-    let fail = |msg: String| -> Result<()> {
-        bail!(
-            "{msg}\nmodel requests:\n{}{}",
-            fake.transcript(),
-            out.report()
-        )
-    };
-    let Some(first) = calls.first().map(|c| c.request()) else {
-        return fail("Codex sent no request to the fake Responses API".into());
-    };
-    if first.tool(Some(NAMESPACE), "memory_store").is_none() {
-        let names: Vec<String> = first.tools.iter().map(tool_label).collect();
-        return fail(format!(
-            "Codex offered no {NAMESPACE}/memory_store (offered: {})",
-            names.join(", ")
-        ));
-    }
-    let last = calls.last().expect("checked above").request();
-    let Some(result) = last.result_of(Some(NAMESPACE), "memory_store") else {
-        return fail("no result of memory_store came back to the model".into());
-    };
-    check_stored(&sb.repo, result).or_else(|e| fail(format!("{e:#}")))?;
+    let answer = store_reached(sb, &fake, &out)?;
     println!(
         "   offered {NAMESPACE}/memory_store; memloop serve answered {:?}",
-        proc::tail(result, 160)
+        proc::tail(&answer, 160)
     );
     Ok(())
 }
@@ -289,16 +271,9 @@ pub fn gate(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
 
 /// The one rollout of the run, under `$CODEX_HOME/sessions/`.
 fn rollout_of(sb: &Sandbox) -> Result<String> {
-    let mut stack = vec![codex_home(sb).join("sessions")];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if is_rollout(&path) {
-                return Ok(std::fs::read_to_string(path)?);
-            }
-        }
+    let sessions = codex_home(sb).join("sessions");
+    if let Some(path) = files_under(&sessions).into_iter().find(|p| is_rollout(p)) {
+        return Ok(std::fs::read_to_string(path)?);
     }
     bail!(
         "no rollout-*.jsonl under {}",
@@ -333,20 +308,7 @@ pub fn session_start(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     install(ctx, sb, Some(&fake.base_url()))?;
     super::session_start::seed(sb)?;
 
-    let repo = sb.repo.canonicalize()?;
-    let key = hook_state_key(&repo.join(".codex/hooks.json"), "session_start", 0, 0);
-    let hash = written_hash(sb, &key)?;
-    let hooks = hooks_list(ctx, sb)?;
-    let Some(hook) = hooks.iter().find(|h| h["key"] == key.as_str()) else {
-        bail!("`hooks/list` has no hook under the key memloop wrote ({key:?}): {hooks:?}");
-    };
-    if hook["currentHash"] != json!(hash) || hook["trustStatus"] != "trusted" {
-        bail!(
-            "Codex computes {} (status {}) for memloop's SessionStart hook; memloop wrote {hash}",
-            hook["currentHash"],
-            hook["trustStatus"]
-        );
-    }
+    let (key, hash, _) = trusted_hook(ctx, sb, "session_start", "SessionStart")?;
     println!("   hooks/list: {key} {hash} trusted");
 
     let limit = format!("model_auto_compact_token_limit={AUTO_COMPACT_LIMIT}");
