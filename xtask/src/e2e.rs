@@ -247,7 +247,7 @@ const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "session-start-codex",
-        about: "a stored note is in the first request `codex exec` sends (memloop's SessionStart hook, trusted by the hash memloop wrote, per hooks/list)",
+        about: "a stored note is in the first request `codex exec` sends (memloop's SessionStart hook, trusted by the hash memloop wrote, per hooks/list), and again in the first request after an auto-compaction mid-turn",
         run: codex_memloop::session_start,
     },
     // Probes of Codex itself with hand-written files (the facts the adapter rests on, such as a
