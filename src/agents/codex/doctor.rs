@@ -1,7 +1,8 @@
 //! Codex's whole files: the project `.codex/config.toml` (`[mcp_servers.*]`, whose
 //! `default_tools_approval_mode` must be one of the four values Codex accepts, else every
-//! command fails), `.codex/hooks.json`, the user config's project trust and hook trust (without
-//! either Codex silently ignores the project's files), `[features] hooks` and its old name, and
+//! command fails), `.codex/hooks.json`, the user config's project trust and the trust of each of
+//! memloop's hooks, Stop and SessionStart (without them Codex silently ignores the project's
+//! files or skips the hook), `[features] hooks` and its old name, and
 //! the size of `AGENTS.md` (Codex reads 32768 bytes of it). Facts: xtask/src/e2e/codex_facts.md.
 
 use std::path::Path;

@@ -9,6 +9,8 @@
 //!   reaches `memloop serve`.
 //! - `gate-codex`: Codex edits through `exec_command` only; memloop's gate reads the rollout and
 //!   sends it back; it stores over MCP; the next stop (`stop_hook_active`) passes.
+//! - `session-start-codex`: memloop's SessionStart hook puts the memory index in the first
+//!   request, and again in the first request after an auto-compaction in the middle of the turn.
 
 use std::path::Path;
 

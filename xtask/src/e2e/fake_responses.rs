@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
-use super::fake_model::store_args;
+use super::fake_model::{store_args, str_of, text_of};
 use super::http;
 
 /// The text of the reply to a request the script has no step for.
@@ -137,7 +137,7 @@ impl ResponsesRequest {
             match kind {
                 "message" => match item.get("role").and_then(Value::as_str) {
                     Some("user") => {
-                        let text = content_text(item.get("content"));
+                        let text = text_of(item.get("content"));
                         req.prior_outputs += summarised_outputs(&text);
                         req.user_texts.push(text);
                     }
@@ -157,7 +157,7 @@ impl ResponsesRequest {
                 }
                 "function_call_output" | "custom_tool_call_output" => req
                     .results
-                    .push((str_of(item, "call_id"), content_text(item.get("output")))),
+                    .push((str_of(item, "call_id"), text_of(item.get("output")))),
                 _ => {}
             }
         }
@@ -222,18 +222,8 @@ impl FakeResponses {
         let log: Arc<Mutex<Vec<Exchange>>> = Arc::default();
         let started = Instant::now();
         let shared = log.clone();
-        let script = Arc::new(script);
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { continue };
-                let log = shared.clone();
-                let script = script.clone();
-                std::thread::spawn(move || {
-                    if let Err(err) = serve_one(stream, &script, &log, started) {
-                        eprintln!("      fake responses: {err:#}");
-                    }
-                });
-            }
+        http::serve_each(listener, "fake responses", move |stream| {
+            serve_one(stream, &script, &shared, started)
         });
         Ok(FakeResponses { port, log })
     }
@@ -519,23 +509,6 @@ fn sse_events(item: &Value, model: &str, seq: usize, total_tokens: u64) -> Vec<S
                   "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 0},
                   "total_tokens": total_tokens}}})));
     out
-}
-
-fn str_of(v: &Value, key: &str) -> String {
-    v.get(key).and_then(Value::as_str).unwrap_or("").to_string()
-}
-
-/// Message content or tool output as text: a string, or the `text` of each part.
-fn content_text(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
 }
 
 #[cfg(test)]
