@@ -65,6 +65,7 @@ pub fn run(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
     };
     if plan.applied.is_empty() && plan.held.is_empty() {
         println!("{verb}: nothing to upgrade in {}", repo.root.display());
+        print_notes(&plan.notes);
         return Ok(ExitCode::SUCCESS);
     }
     println!("{verb}: {}", repo.root.display());
@@ -78,6 +79,7 @@ pub fn run(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
             held.files.join(", ")
         );
     }
+    print_notes(&plan.notes);
     let changes = plan.files.changes();
     let code = if plan.held.is_empty() {
         ExitCode::SUCCESS
@@ -140,6 +142,13 @@ pub fn run(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(code)
+}
+
+/// What the migrations leave alone on purpose, each with what to do instead.
+fn print_notes(notes: &[String]) {
+    for note in notes {
+        println!("  left as it is: {note}");
+    }
 }
 
 fn print_migration(applied: &Applied) {
