@@ -66,12 +66,20 @@ pub fn check(d: &mut Doctor) {
     }
     let root = d.repo.root.clone();
     match flavor {
-        KimiFlavor::Code => mcp_json(
-            d,
-            &root.join(".kimi-code/mcp.json"),
-            ".kimi-code/mcp.json",
-            flavor,
-        ),
+        KimiFlavor::Code => {
+            // The user's file is one of the layers too: one bad entry there drops memloop's.
+            if agent.installed() {
+                let path = code_home(&d.ctx).join("mcp.json");
+                let display = d.ctx.display_user_path(&path);
+                mcp_json(d, &path, &display, flavor);
+            }
+            mcp_json(
+                d,
+                &root.join(".kimi-code/mcp.json"),
+                ".kimi-code/mcp.json",
+                flavor,
+            )
+        }
         KimiFlavor::Legacy if agent.installed() => {
             let path = legacy_home(&d.ctx).join("mcp.json");
             let display = d.ctx.display_user_path(&path);
@@ -502,7 +510,11 @@ fn mcp_json(d: &mut Doctor, path: &Path, display: &str, flavor: KimiFlavor) {
                     "transport",
                     format!("{here}.transport is `{t}`: {drop_all}"),
                 )
-                .fix(format!("use one of {}", transports.join(", "))),
+                .fix(if t == "streamable-http" {
+                    "use \"http\", kimi-cli's `streamable-http` under Kimi Code's name (`memloop upgrade` rewrites it)".to_owned()
+                } else {
+                    format!("use one of {}", transports.join(", "))
+                }),
             ),
             Some("stdio") if command.is_none() => push(
                 d,
