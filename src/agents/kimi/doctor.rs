@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::agents::kimi::upgrade::{TOOL_EVENTS, rename_tools};
 use crate::agents::kimi::{KimiFlavor, code_home, legacy_home};
 use crate::config::AgentId;
 use crate::doctor::locate::{JsonFile, Step, read_text};
@@ -264,6 +265,21 @@ fn config_toml(d: &mut Doctor, path: &Path, flavor: KimiFlavor, events: &[&str])
                                 "has the matcher {pattern:?}, not a valid regex ({why}): the hook never fires"
                             ),
                             "use \".*\" to match everything, or leave the matcher out".into(),
+                        );
+                    } else if flavor == KimiFlavor::Code
+                        && get("event")
+                            .and_then(|v| v.as_str())
+                            .is_some_and(|e| TOOL_EVENTS.contains(&e))
+                        && rename_tools(pattern) != pattern
+                    {
+                        bad(
+                            d,
+                            true,
+                            format!(
+                                "has the matcher {pattern:?}, naming kimi-cli's tools, which Kimi Code calls {:?}: the hook never fires",
+                                rename_tools(pattern)
+                            ),
+                            "run `memloop upgrade --user-scope` (it renames them), or rename them by hand".into(),
                         );
                     }
                 }

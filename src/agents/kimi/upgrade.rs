@@ -230,7 +230,7 @@ pub const RENAMED_TOOLS: [(&str, &str); 6] = [
 ];
 
 /// Events whose matcher is a tool name (other events match prompts, sources, agents...).
-const TOOL_EVENTS: [&str; 5] = [
+pub const TOOL_EVENTS: [&str; 5] = [
     "PreToolUse",
     "PostToolUse",
     "PostToolUseFailure",
