@@ -102,11 +102,13 @@ pub fn run(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
     // Files memloop did not record on this machine held an older memloop's output, not the
     // user's original: forget them again, so uninstall removes memloop's part surgically
     // instead of bringing the old output back (or record the original a migration knows).
-    // A file that did not exist stays recorded as created by memloop.
+    // A file that did not exist stays recorded as created by memloop, unless a migration put
+    // the user's own content in it (hooks carried over), which is then its original.
     let unrecorded: Vec<(PathBuf, Option<Content>)> = changes
         .iter()
-        .filter(|(c, _, _)| {
-            repo.state.original(&c.write_path).is_none() && c.before != Content::Missing
+        .filter(|(c, _, original)| {
+            repo.state.original(&c.write_path).is_none()
+                && (c.before != Content::Missing || original.is_some())
         })
         .map(|(c, _, original)| (c.write_path.clone(), original.clone()))
         .collect();

@@ -538,6 +538,38 @@ fn sync_table(table: &mut Table, entry: &Entry) {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_pushed_entry_joins_the_array_in_its_form_and_leaves_the_rest() {
+        let guard = Entry {
+            fields: vec![
+                ("event".into(), EntryValue::String("PreToolUse".into())),
+                ("command".into(), EntryValue::String("g".into())),
+            ],
+            identity: ("command".into(), "g".into()),
+        };
+        let tables =
+            "# top\n[[hooks]]\nevent = \"Stop\"\ncommand = \"g\" # same command\n\n[x]\ny = 1\n";
+        let mut doc = TomlDoc::parse(tables, "c.toml").unwrap();
+        doc.push_entry("hooks", &guard, "carried").unwrap();
+        assert_eq!(
+            doc.to_text(),
+            "# top\n[[hooks]]\nevent = \"Stop\"\ncommand = \"g\" # same command\n\n# carried\n[[hooks]]\nevent = \"PreToolUse\"\ncommand = \"g\"\n\n[x]\ny = 1\n"
+        );
+        let inline = "hooks = [\n  { event = \"Stop\", command = \"s\" }, # mine\n  { event = \"Stop\", command = \"t\" },\n]\n";
+        let mut doc = TomlDoc::parse(inline, "c.toml").unwrap();
+        doc.push_entry("hooks", &guard, "carried").unwrap();
+        assert_eq!(
+            doc.to_text(),
+            "hooks = [\n  { event = \"Stop\", command = \"s\" }, # mine\n  { event = \"Stop\", command = \"t\" },\n  { event = \"PreToolUse\", command = \"g\" },\n]\n"
+        );
+        let mut doc = TomlDoc::parse("", "c.toml").unwrap();
+        doc.push_entry("hooks", &guard, "").unwrap();
+        assert_eq!(
+            doc.to_text(),
+            "[[hooks]]\nevent = \"PreToolUse\"\ncommand = \"g\"\n"
+        );
+    }
+
     fn stop_hook() -> Entry {
         Entry {
             fields: vec![

@@ -299,6 +299,7 @@ pub fn carry_rewrite(env: &Env, files: &mut Files) -> Result<(), PlanError> {
     }
     let path = target(env);
     let display = files.display(&path);
+    let created = files.toml(&path)?.is_none();
     let (mut doc, encoding) = match files.toml(&path)? {
         Some(found) => found,
         None => (
@@ -316,6 +317,13 @@ pub fn carry_rewrite(env: &Env, files: &mut Files) -> Result<(), PlanError> {
         doc.push_entry("hooks", entry, &comment)?;
     }
     files.write_text(&path, &doc.to_text(), encoding)?;
+    if created {
+        // The carried hooks are the user's: uninstall keeps them, and takes back only what
+        // memloop adds to the file afterwards (its own hooks).
+        let real = files.resolve(&path)?;
+        let content = files.entry(&real)?;
+        files.set_original(&real, content)?;
+    }
     Ok(())
 }
 
