@@ -288,15 +288,18 @@ fn the_index_ranks_caps_and_counts_what_did_not_fit() {
     // The hook hands the agent the very same text.
     let hook = run_ok(repo.path(), &["hook", "session-start", "--agent", "text"]);
     assert_eq!(hook, text);
-    let claude: Value = serde_json::from_str(&run_ok(
-        repo.path(),
-        &["hook", "session-start", "--agent", "claude"],
-    ))
-    .unwrap();
-    assert_eq!(
-        claude,
-        json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}})
-    );
+    for agent in ["claude", "codex", "gemini"] {
+        let answer: Value = serde_json::from_str(&run_ok(
+            repo.path(),
+            &["hook", "session-start", "--agent", agent],
+        ))
+        .unwrap();
+        assert_eq!(
+            answer,
+            json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}),
+            "{agent}"
+        );
+    }
 }
 
 #[test]

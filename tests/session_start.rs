@@ -81,6 +81,15 @@ const PIECES: &[(&str, &str, &[&str])] = &[
             "startup|resume|clear|compact",
         ],
     ),
+    (
+        "gemini",
+        ".gemini/settings.json",
+        &[
+            "\"SessionStart\"",
+            "memloop hook session-start --agent gemini",
+            "memloop-session-start",
+        ],
+    ),
 ];
 
 #[test]

@@ -243,6 +243,11 @@ const SCENARIOS: &[Scenario] = &[
         about: "a stored note is in the first request `codex exec` sends (memloop's SessionStart hook, trusted by the hash memloop wrote, per hooks/list)",
         run: codex_memloop::session_start,
     },
+    Scenario {
+        name: "session-start-gemini",
+        about: "a stored note is in the first request `gemini -p` sends (memloop's SessionStart hook, additionalContext put before the prompt in <hook_context>)",
+        run: gemini_memloop::session_start,
+    },
     // Probes of Codex itself with hand-written files (the facts the adapter rests on, such as a
     // stale hash reported as modified and a hook blocking with exit 2); xtask/src/e2e/codex.rs.
     Scenario {
