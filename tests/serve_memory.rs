@@ -288,7 +288,7 @@ fn the_index_ranks_caps_and_counts_what_did_not_fit() {
     // The hook hands the agent the very same text.
     let hook = run_ok(repo.path(), &["hook", "session-start", "--agent", "text"]);
     assert_eq!(hook, text);
-    for agent in ["claude", "codex", "gemini"] {
+    for agent in ["claude", "codex", "gemini", "qwen"] {
         let answer: Value = serde_json::from_str(&run_ok(
             repo.path(),
             &["hook", "session-start", "--agent", agent],
@@ -346,12 +346,26 @@ fn the_index_of_an_empty_or_remote_memory_is_the_reminder_and_it_can_be_switched
         "{pre}"
     );
     assert!(pre.ends_with(".\n") && pre.lines().count() == 1, "{pre:?}");
+    // Qwen Code takes a PreCompact hook's words to the summary only as additionalContext.
+    let qwen: Value = serde_json::from_str(&run_ok(
+        repo.path(),
+        &["hook", "pre-compact", "--agent", "qwen"],
+    ))
+    .unwrap();
+    assert_eq!(qwen["hookSpecificOutput"]["hookEventName"], "PreCompact");
+    assert_eq!(
+        qwen["hookSpecificOutput"]["additionalContext"].as_str(),
+        Some(pre.trim_end())
+    );
 
     fs::write(
         repo.path().join("memloop.toml"),
         "[memory]\nsession_start = false\n",
     )
     .unwrap();
+    let off = memloop(repo.path(), &["hook", "pre-compact", "--agent", "qwen"]);
+    assert!(off.status.success(), "{}", stderr(&off));
+    assert_eq!(stdout(&off), "", "qwen: switched off, no reminder");
     let off = memloop(repo.path(), &["hook", "session-start", "--agent", "claude"]);
     assert!(off.status.success(), "{}", stderr(&off));
     assert_eq!(stdout(&off), "");

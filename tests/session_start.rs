@@ -90,6 +90,16 @@ const PIECES: &[(&str, &str, &[&str])] = &[
             "memloop-session-start",
         ],
     ),
+    (
+        "qwen",
+        ".qwen/settings.json",
+        &[
+            "\"SessionStart\"",
+            "memloop hook session-start --agent qwen",
+            "\"PreCompact\"",
+            "memloop hook pre-compact --agent qwen",
+        ],
+    ),
 ];
 
 #[test]

@@ -248,6 +248,11 @@ const SCENARIOS: &[Scenario] = &[
         about: "a stored note is in the first request `gemini -p` sends (memloop's SessionStart hook, additionalContext put before the prompt in <hook_context>)",
         run: gemini_memloop::session_start,
     },
+    Scenario {
+        name: "session-start-qwen",
+        about: "a stored note is in the system instruction of Qwen's first request (SessionStart additionalContext); with autoCompactThreshold 0.01 the compaction carries the PreCompact reminder and the next request holds the index again",
+        run: session_start::qwen,
+    },
     // Probes of Codex itself with hand-written files (the facts the adapter rests on, such as a
     // stale hash reported as modified and a hook blocking with exit 2); xtask/src/e2e/codex.rs.
     Scenario {

@@ -401,3 +401,121 @@ fn settle(port: u16, id: &str, fake: &FakeModel, deadline: Instant) -> Result<()
         }
     }
 }
+
+/// Qwen Code (`qwen -p`): memloop's SessionStart hook's `additionalContext` is in the system
+/// instruction of the first request. With `context.autoCompactThreshold` at its floor (0.01)
+/// and a small context window, the request after the first tool call compacts first: memloop's PreCompact text is in the summary
+/// request's instructions, and Qwen runs SessionStart again with source `compact`, so the next
+/// conversation request holds the index again.
+pub fn qwen(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    needs(ctx)?;
+    let mut script = quiet_script(ctx, sb);
+    script.writes = 1;
+    script.write_tool = "write_file".into();
+    script.store_tool = "mcp__memory__memory_store".into();
+    let fake = FakeModel::start(Dialect::OpenAi, script)?;
+    super::qwen::set_up_user(sb, Some(&fake.base_url()), false)?;
+    let user = sb.home.join(".qwen/settings.json");
+    let mut settings: Value = serde_json::from_str(&std::fs::read_to_string(&user)?)?;
+    // Qwen counts the fake's reported usage (100 input tokens a request): against a window of
+    // 5000 tokens, 0.01 puts the trigger at 50, so the second request of the turn compacts.
+    settings["context"] = json!({"autoCompactThreshold": 0.01});
+    settings["model"]["generationConfig"] = json!({"contextWindowSize": 5000});
+    std::fs::write(&user, serde_json::to_string_pretty(&settings)? + "\n")?;
+    let init = sb.run(
+        "memloop",
+        &["init", "--yes", "--agents", "qwen", "--trust"],
+        Duration::from_secs(60),
+    )?;
+    expect(
+        init.success(),
+        "memloop init --agents qwen --trust failed",
+        &init,
+    )?;
+    seed(sb)?;
+    let out = sb.run(
+        ctx.tools.bin.join("qwen"),
+        &[
+            "-p",
+            "Write one file.",
+            "--yolo",
+            "--output-format",
+            "stream-json",
+        ],
+        ctx.gate_timeout,
+    )?;
+    save(sb, &fake);
+    expect(
+        out.success(),
+        &format!("qwen -p failed\nmodel requests:\n{}", fake.transcript()),
+        &out,
+    )?;
+    let system_of = |ex: &Exchange| {
+        let system: Vec<Value> = ex.body["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|m| m["role"] == "system")
+            .cloned()
+            .collect();
+        all_text(&Value::Array(system))
+    };
+    let calls = conversation_calls(&fake);
+    let Some(first) = calls.first() else {
+        bail!(
+            "no conversation request reached the fake model\n{}{}",
+            fake.transcript(),
+            out.report()
+        );
+    };
+    let system = system_of(first);
+    expect(
+        system.contains(NOTE_MARK),
+        &format!(
+            "the system instruction of Qwen's first request (#{}) lacks the memory index:\n{}",
+            first.seq,
+            proc::tail(&system, 3000)
+        ),
+        &out,
+    )?;
+    println!(
+        "   first request #{} holds the index line {NOTE_MARK:?} in its system instruction",
+        first.seq
+    );
+    let Some(summary) = fake
+        .model_calls()
+        .into_iter()
+        .find(|ex| system_of(ex).contains(PRE_COMPACT_MARK))
+    else {
+        bail!(
+            "no request carried memloop's PreCompact reminder (did Qwen compact?)\n{}{}",
+            fake.transcript(),
+            out.report()
+        );
+    };
+    println!(
+        "   compaction request #{} carries the PreCompact reminder in its instructions",
+        summary.seq
+    );
+    let Some(next) = calls.iter().find(|ex| ex.seq > summary.seq) else {
+        bail!(
+            "no conversation request after the compaction\n{}",
+            fake.transcript()
+        );
+    };
+    let system = system_of(next);
+    expect(
+        system.contains(NOTE_MARK),
+        &format!(
+            "the first request after the compaction (#{}) lacks the index in its system instruction:\n{}",
+            next.seq,
+            proc::tail(&system, 3000)
+        ),
+        &out,
+    )?;
+    println!(
+        "   first request after the compaction (#{}) holds the index again",
+        next.seq
+    );
+    Ok(())
+}
