@@ -250,7 +250,7 @@ const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "session-start-qwen",
-        about: "a stored note is in the system instruction of Qwen's first request (SessionStart additionalContext); with autoCompactThreshold 0.01 the compaction carries the PreCompact reminder and the next request holds the index again",
+        about: "a stored note is in the system instruction of Qwen's first request (SessionStart additionalContext); /compress carries the PreCompact reminder to the summary, SessionStart runs with source compact, and the next request holds the index again",
         run: session_start::qwen,
     },
     // Probes of Codex itself with hand-written files (the facts the adapter rests on, such as a
