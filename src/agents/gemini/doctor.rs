@@ -172,6 +172,7 @@ fn hooks(
                 .any(|n| matches!(n.as_str(), Some(HOOK_NAME | HOOK_COMMAND)))
         });
     let text = std::fs::read_to_string(d.repo.root.join(SETTINGS)).unwrap_or_default();
+    let hooks_run = problem.is_none() && !disabled;
     match problem {
         Some((message, fix)) => d.push(
             Finding::error(AGENT, "hooks", message)
@@ -196,7 +197,10 @@ fn hooks(
                 .iter()
                 .any(|n| matches!(n.as_str(), Some(SESSION_START_NAME | SESSION_START_COMMAND)))
         });
-    if start_disabled && d.ctx.config.memory.session_start {
+    if !d.ctx.config.memory.session_start {
+        return;
+    }
+    if start_disabled {
         d.push(
             Finding::warning(
                 AGENT,
@@ -205,6 +209,15 @@ fn hooks(
             )
             .at(SETTINGS, line_containing(&text, "disabled"))
             .fix("remove \"memloop-session-start\" from hooksConfig.disabled, or set [memory] session_start = false in memloop.toml"),
+        );
+    } else if hooks_run {
+        d.push(
+            Finding::ok(
+                AGENT,
+                "session-start",
+                "memloop's SessionStart hook runs: sessions start with the memory index",
+            )
+            .file(SETTINGS),
         );
     }
 }
