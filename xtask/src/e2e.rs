@@ -250,6 +250,16 @@ const SCENARIOS: &[Scenario] = &[
         about: "a stored note is in the first request `codex exec` sends (memloop's SessionStart hook, trusted by the hash memloop wrote, per hooks/list), and again in the first request after an auto-compaction mid-turn",
         run: codex_memloop::session_start,
     },
+    Scenario {
+        name: "session-start-gemini",
+        about: "a stored note is in the first request `gemini -p` sends (memloop's SessionStart hook, additionalContext put before the prompt in <hook_context>)",
+        run: gemini_memloop::session_start,
+    },
+    Scenario {
+        name: "session-start-qwen",
+        about: "a stored note is in the system instruction of Qwen's first request (SessionStart additionalContext); /compress carries the PreCompact reminder to the summary, SessionStart runs with source compact, and the next request holds the index again",
+        run: session_start::qwen,
+    },
     // Probes of Codex itself with hand-written files (the facts the adapter rests on, such as a
     // stale hash reported as modified and a hook blocking with exit 2); xtask/src/e2e/codex.rs.
     Scenario {

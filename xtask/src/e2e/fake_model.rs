@@ -293,7 +293,19 @@ impl Turn {
     }
 }
 
+/// How Qwen Code 0.24.4 ends the request for a compaction summary.
+const SNAPSHOT_REQUEST: &str = "produce the <state_snapshot>";
+/// The summary the fake gives: a request holding it comes after a compaction.
+pub const SNAPSHOT: &str = "E2E session summary: one fixture file written.";
+
 fn decide(conv: &Conversation, script: &Script) -> Turn {
+    // Qwen Code's compaction request (with or without tools) asks for a summary it checks for a
+    // closed <state_snapshot>; without one the compaction counts as failed.
+    if conv.text.contains(SNAPSHOT_REQUEST) {
+        return Turn::Text(format!(
+            "<analysis>e2e</analysis>\n<state_snapshot>{SNAPSHOT}</state_snapshot>"
+        ));
+    }
     if conv.tools.is_empty() {
         return Turn::Text("E2E session".into());
     }

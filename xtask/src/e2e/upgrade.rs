@@ -31,6 +31,7 @@ const EXPECTED: &[&str] = &[
     "kimi-tool-names",
     "codex-hooks-feature",
     "gemini-hooks-switch",
+    "gemini-session-start",
 ];
 
 fn write(path: &Path, text: &str) -> Result<()> {
