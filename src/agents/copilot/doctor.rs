@@ -153,14 +153,26 @@ fn user_trust(d: &mut Doctor) {
             "trust",
             format!("{} is trusted in {shown} (trustedFolders: {folder})", root.display()),
         )
-        .file(shown),
-        None => Finding::error(
-            AGENT,
-            "trust",
-            format!("{} is not in trustedFolders of {shown}: Copilot loads neither the project's MCP servers nor its hooks, so neither the memory server nor the Stop gate runs", root.display()),
-        )
-        .file(shown)
-        .by_sync(d.sync_command(true)),
+        .file(shown.clone()),
+        None => d.by_trust(
+            Finding::error(
+                AGENT,
+                "trust",
+                format!("{} is not in trustedFolders of {shown}: Copilot loads neither the project's MCP servers nor its hooks, so neither the memory server nor the Stop gate runs", root.display()),
+            )
+            .file(shown.clone()),
+        ),
     };
     d.push(finding);
+    if let Ok(Some(_)) = super::upgrade::legacy_trust(d.repo) {
+        d.push(
+            Finding::warning(
+                AGENT,
+                "trust-owner",
+                format!("the trustedFolders entry for {} in {shown} was written by an older memloop through `sync --user-scope`: sync no longer keeps it, nor takes it back when Copilot leaves memloop.toml", root.display()),
+            )
+            .file(shown)
+            .fix("run `memloop upgrade` (or `memloop trust`): the entry becomes memloop trust's, `memloop trust --revoke` takes it back"),
+        );
+    }
 }

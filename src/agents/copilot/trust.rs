@@ -3,13 +3,19 @@
 //! loads none of the project's MCP servers or hooks (`copilot mcp list` shows no workspace
 //! servers), and says nothing in `-p` mode. The same key in `settings.json` is not read.
 //! Copilot 1.0.102 accepts comments and trailing commas in the file, and matches a folder and
-//! everything below it (a trailing slash is fine). Facts: xtask/src/e2e/copilot_facts.md.
+//! everything below it (a trailing slash is fine). memloop writes one entry for the repository,
+//! only through `memloop trust` (`Agent::trust`); an older memloop wrote the same entry through
+//! `sync --user-scope`, which `upgrade::adopt_trust` hands over. Facts:
+//! xtask/src/e2e/copilot_facts.md.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::target::Fragment;
+use crate::config::AgentId;
+use crate::edit::json::Dialect;
+use crate::repo::Context;
+use crate::target::{Desired, Format, Fragment, Scope, Target};
 
 pub const KEY: &str = "trustedFolders";
 
@@ -28,6 +34,22 @@ pub fn fragment(root: &Path) -> Fragment {
     Fragment::JsonArrayItem {
         path: vec![KEY.into()],
         value: json!(trusted_root(root).display().to_string()),
+    }
+}
+
+/// The user's config, holding the entry that trusts `ctx`'s repository.
+pub fn target(ctx: &Context) -> Target {
+    let config = config_path(&ctx.home);
+    Target {
+        display: ctx.display_user_path(&config),
+        path: config,
+        scope: Scope::User,
+        agents: vec![AgentId::Copilot],
+        desired: Desired::Fragments {
+            format: Format::Json(Dialect::Jsonc),
+            fragments: vec![fragment(ctx.root)],
+        },
+        note: None,
     }
 }
 

@@ -3,7 +3,7 @@
 //! scripted fake Responses API on 127.0.0.1. Facts: `copilot_facts.md` beside this file.
 //!
 //! - `config-copilot`: without consent the folder is untrusted and `copilot mcp list --json`
-//!   lists no workspace server; after `memloop sync --user-scope` it lists memloop's from
+//!   lists no workspace server; after `memloop trust --yes` it lists memloop's from
 //!   `.mcp.json`, `copilot instruction list --json` shows the rules once (`AGENTS.md +
 //!   CLAUDE.md`), `memloop doctor --live` agrees, and uninstall gives the user config back.
 //! - `connected-copilot`: `copilot -p` offers `memory-memory_store` and the call reaches
@@ -77,7 +77,7 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     memloop(sb, &["init", "--yes", "--agents", "copilot"])?;
     if user_config.exists() {
         bail!(
-            "memloop init without --user-scope wrote {}",
+            "memloop init without --trust wrote {}",
             user_config.display()
         );
     }
@@ -87,7 +87,7 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     }
     println!("   without consent: untrusted, `copilot mcp list` shows no {SERVER}");
 
-    memloop(sb, &["sync", "--user-scope"])?;
+    memloop(sb, &["trust", "--yes"])?;
     let listed = json_out(ctx, sb, &["mcp", "list", "--json"])?;
     let server = &listed["mcpServers"][SERVER];
     if server["source"] != "workspace"
@@ -95,12 +95,10 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         || server["command"] != "memloop"
         || server["args"] != json!(["serve"])
     {
-        bail!(
-            "after sync --user-scope Copilot does not load memloop serve from .mcp.json: {listed}"
-        );
+        bail!("after memloop trust Copilot does not load memloop serve from .mcp.json: {listed}");
     }
     println!(
-        "   after sync --user-scope: {SERVER} from {}",
+        "   after memloop trust: {SERVER} from {}",
         server["sourcePath"]
     );
     let sources = json_out(ctx, sb, &["instruction", "list", "--json"])?;
@@ -159,7 +157,7 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
 }
 
 /// `copilot -p`, its JSON event stream and the fake's requests kept beside the sandbox.
-fn prompt(ctx: &Ctx, sb: &Sandbox, fake: &FakeResponses, text: &str) -> Result<Output> {
+pub(super) fn prompt(ctx: &Ctx, sb: &Sandbox, fake: &FakeResponses, text: &str) -> Result<Output> {
     let args = ["-p", text, "--allow-all", "--output-format", "json"];
     let out = sb.run(copilot(ctx), &args, ctx.gate_timeout)?;
     let _ = std::fs::write(sb.root.join("model-requests.jsonl"), fake.dump());
@@ -183,10 +181,10 @@ fn prompt(ctx: &Ctx, sb: &Sandbox, fake: &FakeResponses, text: &str) -> Result<O
     Ok(out)
 }
 
-fn install(ctx: &Ctx, sb: &mut Sandbox, fake: &FakeResponses, agents: &str) -> Result<()> {
+pub(super) fn install(ctx: &Ctx, sb: &mut Sandbox, fake: &FakeResponses, agents: &str) -> Result<()> {
     ctx.caps.need_init()?;
     offline_env(sb, Some(&fake.base_url()));
-    memloop(sb, &["init", "--yes", "--agents", agents, "--user-scope"])
+    memloop(sb, &["init", "--yes", "--agents", agents, "--trust"])
 }
 
 pub fn connected(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
