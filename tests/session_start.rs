@@ -81,6 +81,14 @@ const PIECES: &[(&str, &str, &[&str])] = &[
             "startup|resume|clear|compact",
         ],
     ),
+    (
+        "copilot",
+        ".github/hooks/memloop.json",
+        &[
+            "\"sessionStart\"",
+            "memloop hook session-start --agent copilot",
+        ],
+    ),
 ];
 
 #[test]

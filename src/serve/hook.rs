@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! --agent claude, codex  {"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"..."}}
+//! --agent copilot        {"additionalContext":"..."}
 //! --agent <other>     the text itself (kimi, opencode, text)
 //! ```
 //!
@@ -25,11 +26,11 @@ use crate::config::Config;
 
 const INPUT_WAIT: Duration = Duration::from_millis(500);
 const MAX_INPUT: u64 = 1 << 20;
-const AGENTS: &str = "claude, codex, kimi, opencode or text";
+const AGENTS: &str = "claude, codex, copilot, kimi, opencode or text";
 
 #[derive(Debug, clap::Args)]
 pub struct SessionStartArgs {
-    /// The agent calling: claude, codex (SessionStart JSON), or kimi, opencode, text (plain text).
+    /// The agent calling: claude, codex (SessionStart JSON), copilot (its sessionStart JSON), or kimi, opencode, text (plain text).
     // A value-less `--agent` is reported by the hook itself: clap's usage errors exit 2.
     #[arg(long, value_name = "AGENT", num_args = 0..=1, default_missing_value = "")]
     agent: Option<String>,
@@ -40,6 +41,9 @@ pub struct SessionStartArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Form {
     ClaudeJson,
+    /// Copilot reads `additionalContext` at the top level of a `sessionStart` hook's output
+    /// (the Claude shape is ignored there).
+    CopilotJson,
     Text,
 }
 
@@ -83,6 +87,7 @@ fn session_start(args: &SessionStartArgs, event: Event) -> anyhow::Result<()> {
     let form = match args.agent.as_deref() {
         // Codex reads the same SessionStart JSON as Claude Code (hookSpecificOutput).
         Some("claude" | "codex") => Form::ClaudeJson,
+        Some("copilot") => Form::CopilotJson,
         Some("kimi" | "opencode" | "text") => Form::Text,
         Some("") | None => bail!("missing --agent; use --agent {AGENTS}"),
         Some(other) => bail!("unknown agent {other:?}; use --agent {AGENTS}"),
@@ -113,6 +118,7 @@ fn session_start(args: &SessionStartArgs, event: Event) -> anyhow::Result<()> {
             }});
             format!("{answer}\n")
         }
+        Form::CopilotJson => format!("{}\n", json!({"additionalContext": session.text})),
     };
     print(&out)
 }

@@ -14,6 +14,7 @@ mod codex_memloop;
 mod config;
 mod connected;
 mod copilot;
+mod copilot_start;
 mod doctor;
 mod fake_gemini;
 mod fake_model;
@@ -227,6 +228,21 @@ const SCENARIOS: &[Scenario] = &[
         name: "gate-copilot-both-hooks",
         about: "Claude Code and Copilot set up: Copilot runs both memloop hooks for each stop, and the gate gives exactly one verdict",
         run: |c, s| copilot::gate(c, s, copilot::Hooks::Both),
+    },
+    Scenario {
+        name: "session-start-copilot",
+        about: "a stored note is in Copilot's first model request: memloop's sessionStart hook (additionalContext) opens the session with the index as its first user message",
+        run: copilot_start::session_start,
+    },
+    Scenario {
+        name: "probe-copilot-trust",
+        about: "which trustedFolders entries make Copilot load the repository's server: the folder, a trailing slash, a parent, a name that only starts the same, a symlink, the key in settings.json, a run from a symlink",
+        run: copilot_start::probe_trust,
+    },
+    Scenario {
+        name: "probe-copilot-session-start",
+        about: "hand-written Copilot hooks (sessionStart in three output shapes, userPromptSubmitted) print markers: which reach the first model request, and where",
+        run: copilot_start::probe,
     },
     Scenario {
         name: "session-start-claude",

@@ -94,29 +94,31 @@ fn hooks_file(d: &mut Doctor) {
             .by_sync(d.sync_command(false)),
         );
     }
-    let stop = file.get(&["hooks", "agentStop"]);
-    let broken: Vec<usize> = stop
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-        .filter(|(_, hook)| {
-            hook.get("type").and_then(Value::as_str) != Some("command")
-                || !(hook.get("bash").is_some_and(Value::is_string)
-                    || hook.get("command").is_some_and(Value::is_string))
-        })
-        .map(|(i, _)| i)
-        .collect();
-    for index in broken {
-        d.push(
-            Finding::error(
-                AGENT,
-                "hooks-entry",
-                format!("hooks.agentStop[{index}] in {HOOKS_JSON} is not a command hook with a `bash` command line: Copilot cannot run it"),
-            )
-            .at(HOOKS_JSON, file.line(&[Step::Key("hooks"), Step::Key("agentStop"), Step::Index(index)]))
-            .by_sync(d.sync_command(false)),
-        );
+    for event in ["agentStop", "sessionStart"] {
+        let broken: Vec<usize> = file
+            .get(&["hooks", event])
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .filter(|(_, hook)| {
+                hook.get("type").and_then(Value::as_str) != Some("command")
+                    || !(hook.get("bash").is_some_and(Value::is_string)
+                        || hook.get("command").is_some_and(Value::is_string))
+            })
+            .map(|(i, _)| i)
+            .collect();
+        for index in broken {
+            d.push(
+                Finding::error(
+                    AGENT,
+                    "hooks-entry",
+                    format!("hooks.{event}[{index}] in {HOOKS_JSON} is not a command hook with a `bash` command line: Copilot cannot run it"),
+                )
+                .at(HOOKS_JSON, file.line(&[Step::Key("hooks"), Step::Key(event), Step::Index(index)]))
+                .by_sync(d.sync_command(false)),
+            );
+        }
     }
 }
 

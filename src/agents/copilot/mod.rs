@@ -1,7 +1,8 @@
 //! GitHub Copilot CLI (npm `@github/copilot`, checked with 1.0.102): the MCP server in the
 //! project's shared `.mcp.json` (the file Claude Code reads; Copilot takes its `type: "stdio"`
 //! entry as a local server, so one entry serves both), the Stop gate as an `agentStop` hook in
-//! `.github/hooks/memloop.json`; the `trustedFolders` entry in the user's `$COPILOT_HOME/config.json`
+//! `.github/hooks/memloop.json` (with a `sessionStart` hook giving the session the memory index
+//! unless `[memory] session_start = false`); the `trustedFolders` entry in the user's `$COPILOT_HOME/config.json`
 //! (default `~/.copilot/config.json`), without which Copilot loads neither, is its per-machine
 //! trust (`Agent::trust`, written only by `memloop trust`).
 //! Rules: Copilot reads `AGENTS.md` and `CLAUDE.md` (one copy when both are the same text).
@@ -30,6 +31,11 @@ pub struct Copilot;
 pub const HOOK_COMMAND: &str = "memloop hook stop --agent copilot";
 /// Seconds, as Copilot reads `timeoutSec` (its default is 30; a timeout lets the stop through).
 pub const HOOK_TIMEOUT: u64 = 15;
+/// `memloop hook session-start`: Copilot adds a `sessionStart` hook's `additionalContext` to
+/// the session as its first user message.
+pub const SESSION_START_COMMAND: &str = "memloop hook session-start --agent copilot";
+/// Seconds; reading the index costs milliseconds, the rest is margin for a loaded machine.
+pub const SESSION_HOOK_TIMEOUT: u64 = 10;
 /// memloop's own hooks file: Copilot loads every `.github/hooks/*.json`.
 pub const HOOKS_JSON: &str = ".github/hooks/memloop.json";
 /// The project MCP config Copilot shares with Claude Code.
@@ -134,11 +140,21 @@ pub fn targets(ctx: &Context) -> Vec<Target> {
                         path: vec!["hooks".into(), "agentStop".into()],
                         value: json!([hook_entry()]),
                     },
+                    Fragment::JsonMember {
+                        path: vec!["hooks".into(), "sessionStart".into()],
+                        value: json!([session_start_entry()]),
+                    }
+                    .wanted_if(ctx.config.memory.session_start),
                 ],
             },
             note: None,
         },
     ]
+}
+
+/// memloop's `sessionStart` handler: the memory index as the session's first message.
+pub fn session_start_entry() -> Value {
+    json!({"type": "command", "bash": SESSION_START_COMMAND, "timeoutSec": SESSION_HOOK_TIMEOUT})
 }
 
 /// memloop's `agentStop` handler. Copilot blocks only on stdout JSON, which the gate prints.

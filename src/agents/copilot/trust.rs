@@ -54,7 +54,8 @@ pub fn target(ctx: &Context) -> Target {
 }
 
 /// The entry of `config` (the parsed file) that trusts `root`, if any: the folder itself or one
-/// above it.
+/// above it, whole path components, an entry through a symlink as where it leads (as Copilot
+/// 1.0.102 matches: probe-copilot-trust).
 pub fn trusted_by<'c>(config: &'c Value, root: &Path) -> Option<&'c str> {
     let root = trusted_root(root);
     config
@@ -63,8 +64,9 @@ pub fn trusted_by<'c>(config: &'c Value, root: &Path) -> Option<&'c str> {
         .iter()
         .filter_map(Value::as_str)
         .find(|folder| {
-            let folder = folder.trim_end_matches('/');
-            !folder.is_empty() && root.starts_with(Path::new(folder))
+            let folder = Path::new(folder.trim_end_matches('/'));
+            !folder.as_os_str().is_empty()
+                && (root.starts_with(folder) || root.starts_with(trusted_root(folder)))
         })
 }
 
@@ -82,5 +84,19 @@ mod tests {
             trusted_by(&json!({"trustedFolders": "/work"}), Path::new("/work")),
             None
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_entry_through_a_symlink_trusts_where_it_leads() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = trusted_root(dir.path()).join("repo");
+        std::fs::create_dir_all(&real).unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let link = link.display().to_string();
+        let config = json!({"trustedFolders": [&link]});
+        assert_eq!(trusted_by(&config, &real), Some(link.as_str()));
+        assert_eq!(trusted_by(&config, &real.with_file_name("other")), None);
     }
 }

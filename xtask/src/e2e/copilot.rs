@@ -29,11 +29,11 @@ pub const SERVER: &str = "memory";
 /// How Copilot offers memloop's `memory_store` to the model.
 pub const STORE_TOOL: &str = "memory-memory_store";
 
-fn copilot(ctx: &Ctx) -> std::path::PathBuf {
+pub(super) fn copilot(ctx: &Ctx) -> std::path::PathBuf {
     ctx.tools.bin.join("copilot")
 }
 
-fn memloop(sb: &Sandbox, args: &[&str]) -> Result<()> {
+pub(super) fn memloop_ok(sb: &Sandbox, args: &[&str]) -> Result<()> {
     let out = sb.run("memloop", args, std::time::Duration::from_secs(60))?;
     if !out.success() {
         bail!("`memloop {}` failed\n{}", args.join(" "), out.report());
@@ -42,7 +42,7 @@ fn memloop(sb: &Sandbox, args: &[&str]) -> Result<()> {
 }
 
 /// Offline, the model from the fake, and in `-p` mode the repository's hooks and MCP servers on.
-fn offline_env(sb: &mut Sandbox, base_url: Option<&str>) {
+pub(super) fn offline_env(sb: &mut Sandbox, base_url: Option<&str>) {
     sb.set_env("COPILOT_OFFLINE", "true");
     sb.set_env("COPILOT_HOME", sb.home.join(".copilot").to_string_lossy());
     if let Some(base) = base_url {
@@ -54,7 +54,7 @@ fn offline_env(sb: &mut Sandbox, base_url: Option<&str>) {
     sb.set_env("GITHUB_COPILOT_PROMPT_MODE_WORKSPACE_MCP", "true");
 }
 
-fn json_out(ctx: &Ctx, sb: &Sandbox, args: &[&str]) -> Result<Value> {
+pub(super) fn json_out(ctx: &Ctx, sb: &Sandbox, args: &[&str]) -> Result<Value> {
     let out = sb.run(copilot(ctx), args, ctx.timeout)?;
     expect(
         out.success(),
@@ -74,7 +74,7 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     ctx.caps.need_init()?;
     offline_env(sb, None);
     let user_config = sb.home.join(".copilot/config.json");
-    memloop(sb, &["init", "--yes", "--agents", "copilot"])?;
+    memloop_ok(sb, &["init", "--yes", "--agents", "copilot"])?;
     if user_config.exists() {
         bail!(
             "memloop init without --trust wrote {}",
@@ -87,7 +87,7 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     }
     println!("   without consent: untrusted, `copilot mcp list` shows no {SERVER}");
 
-    memloop(sb, &["trust", "--yes"])?;
+    memloop_ok(sb, &["trust", "--yes"])?;
     let listed = json_out(ctx, sb, &["mcp", "list", "--json"])?;
     let server = &listed["mcpServers"][SERVER];
     if server["source"] != "workspace"
@@ -140,7 +140,7 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     }
     println!("   doctor --live: copilot.live, live-instructions, trust, instructions ok");
 
-    memloop(sb, &["uninstall", "--yes"])?;
+    memloop_ok(sb, &["uninstall", "--yes"])?;
     if user_config.exists() {
         bail!(
             "memloop uninstall left {} (memloop created it):\n{}",
@@ -181,10 +181,15 @@ pub(super) fn prompt(ctx: &Ctx, sb: &Sandbox, fake: &FakeResponses, text: &str) 
     Ok(out)
 }
 
-pub(super) fn install(ctx: &Ctx, sb: &mut Sandbox, fake: &FakeResponses, agents: &str) -> Result<()> {
+pub(super) fn install(
+    ctx: &Ctx,
+    sb: &mut Sandbox,
+    fake: &FakeResponses,
+    agents: &str,
+) -> Result<()> {
     ctx.caps.need_init()?;
     offline_env(sb, Some(&fake.base_url()));
-    memloop(sb, &["init", "--yes", "--agents", agents, "--trust"])
+    memloop_ok(sb, &["init", "--yes", "--agents", agents, "--trust"])
 }
 
 pub fn connected(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
