@@ -232,12 +232,22 @@ const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "session-start-copilot",
         about: "a stored note is in Copilot's first model request: memloop's sessionStart hook (additionalContext) opens the session with the index as its first user message",
-        run: copilot_start::session_start,
+        run: |c, s| copilot_start::session_start(c, s, "copilot"),
+    },
+    Scenario {
+        name: "session-start-copilot-with-claude",
+        about: "Claude Code and Copilot set up: Copilot runs Claude's SessionStart hook too, and its first model request holds the index once",
+        run: |c, s| copilot_start::session_start(c, s, "claude,copilot"),
     },
     Scenario {
         name: "probe-copilot-trust",
         about: "which trustedFolders entries make Copilot load the repository's server: the folder, a trailing slash, a parent, a name that only starts the same, a symlink, the key in settings.json, a run from a symlink",
         run: copilot_start::probe_trust,
+    },
+    Scenario {
+        name: "probe-copilot-compaction",
+        about: "Copilot's background compaction started at once by its threshold variables during a -p turn: what each model request holds of the index",
+        run: copilot_start::probe_compaction,
     },
     Scenario {
         name: "probe-copilot-session-start",

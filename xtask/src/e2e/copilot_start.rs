@@ -18,14 +18,16 @@ use super::fake_responses::{FakeResponses, Script, Step};
 use super::sandbox::Sandbox;
 use super::session_start::{NOTE_MARK, seed};
 
-pub fn session_start(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+/// `agents`: `copilot`, or `claude,copilot`, where Copilot also runs the hooks of Claude Code's
+/// `.claude/settings.json` (its SessionStart one included): the index must still come once.
+pub fn session_start(ctx: &Ctx, sb: &mut Sandbox, agents: &str) -> Result<()> {
     ctx.caps.need_serve()?;
     ctx.caps.need_hook()?;
     let fake = FakeResponses::start(Script {
         steps: vec![Step::Say("Hello.".into())],
         latency: ctx.model_latency,
     })?;
-    install(ctx, sb, &fake, "copilot")?;
+    install(ctx, sb, &fake, agents)?;
     seed(sb)?;
     let out = prompt(ctx, sb, &fake, "Say hello.")?;
     let calls = fake.model_calls();
@@ -41,12 +43,19 @@ pub fn session_start(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
             out.report()
         );
     }
+    if found.len() != 1 {
+        bail!(
+            "the index reached the first request {} times ({found:?}); once is right\nmodel requests:\n{}",
+            found.len(),
+            fake.transcript()
+        );
+    }
     let prompt_at = locate(&first.body, "Say hello.");
     if prompt_at.iter().any(|at| at.starts_with(".input[0]")) {
         bail!("the index and the prompt share a message: {prompt_at:?}");
     }
     println!(
-        "   request #1 of {} opens with the index ({NOTE_MARK:?} at input[0], role user); the prompt follows",
+        "   {agents}: request #1 of {} opens with the index ({NOTE_MARK:?} once, at input[0], role user); the prompt follows",
         calls.len()
     );
     Ok(())
@@ -194,6 +203,73 @@ pub fn probe_trust(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     println!(
         "   run from a symlink, real path trusted: {}",
         if loads { "trusted" } else { "NOT trusted" }
+    );
+    Ok(())
+}
+
+/// `probe-copilot-compaction`: Copilot's background compaction made to start at once
+/// (`COPILOT_BACKGROUND_COMPACTION_THRESHOLD`, `COPILOT_BUFFER_EXHAUSTION_THRESHOLD` in the pinned
+/// runtime) during a `-p` turn of several steps: whether the index is still in the requests after
+/// the history was summarised. The fake derives its step from the history, which the compaction
+/// empties, so the turn never ends by itself: it is cut after a while and the requests read.
+pub fn probe_compaction(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    ctx.caps.need_serve()?;
+    ctx.caps.need_hook()?;
+    let ls = || Step::Call {
+        name: "bash".into(),
+        args: json!({"command": "ls", "description": "List the files"}),
+    };
+    let fake = FakeResponses::start(Script {
+        steps: vec![ls(), ls(), ls(), ls(), Step::Say("Done.".into())],
+        latency: ctx.model_latency,
+    })?;
+    install(ctx, sb, &fake, "copilot")?;
+    seed(sb)?;
+    sb.set_env("COPILOT_BACKGROUND_COMPACTION_THRESHOLD", "0.0001");
+    sb.set_env("COPILOT_BUFFER_EXHAUSTION_THRESHOLD", "0.0002");
+    let args = [
+        "-p",
+        "List the files a few times.",
+        "--allow-all",
+        "--output-format",
+        "json",
+    ];
+    let _cut = sb.run(
+        super::copilot::copilot(ctx),
+        &args,
+        std::time::Duration::from_secs(30),
+    );
+    let _ = std::fs::write(sb.root.join("model-requests.jsonl"), fake.dump());
+    let calls = fake.model_calls();
+    let summarised = calls.iter().position(|c| {
+        c.body["input"][0]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("Some of the conversation history has been summarized"))
+    });
+    let Some(summarised) = summarised else {
+        bail!("no request after a compaction in {} requests", calls.len());
+    };
+    let before = calls[..summarised]
+        .iter()
+        .filter(|c| !locate(&c.body, NOTE_MARK).is_empty())
+        .count();
+    let after = calls[summarised..]
+        .iter()
+        .filter(|c| !locate(&c.body, NOTE_MARK).is_empty())
+        .count();
+    let starts = std::fs::read_dir(sb.home.join(".copilot/session-state"))?
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path().join("events.jsonl")).unwrap_or_default())
+        .collect::<String>()
+        .lines()
+        .filter(|l| {
+            l.contains("\"type\":\"hook.start\"") && l.contains("\"hookType\":\"sessionStart\"")
+        })
+        .count();
+    println!(
+        "   {} requests; the first after a compaction is #{} (opens with Copilot's summary); the index is in {before} of the {summarised} before and in {after} after; sessionStart hook runs: {starts}",
+        calls.len(),
+        summarised + 1,
     );
     Ok(())
 }
