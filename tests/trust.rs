@@ -744,6 +744,26 @@ fn upgrade_hands_copilots_trust_written_through_user_scope_over_to_memloop_trust
     let mine = "{\n  \"trustedFolders\": [\"/srv/other\"]\n}\n";
     world.write_home(COPILOT_CONFIG, mine);
     as_an_older_memloop_left_it(&world);
+    // Doctor checks Copilot's trust only where Copilot is installed.
+    let bin = world.home.join("bin/copilot");
+    std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+    std::fs::write(&bin, "#!/bin/sh\necho 'GitHub Copilot CLI 1.0.102.'\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let trust_owner = |world: &World| {
+        let out = world.run(&["doctor", "--format", "json"]);
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == "copilot.trust-owner")
+            .map(|f| f["fix"].as_str().unwrap_or_default().to_owned())
+    };
+    let fix = trust_owner(&world).expect("doctor names the entry an older memloop wrote");
+    assert!(fix.contains("memloop upgrade"), "{fix}");
     let written = world.home_files();
     let dry = world.ok(&["upgrade", "--dry-run"]);
     assert!(dry.contains("copilot-trust-owner"), "{dry}");
@@ -756,6 +776,7 @@ fn upgrade_hands_copilots_trust_written_through_user_scope_over_to_memloop_trust
     assert!(out.contains("~/.copilot/config.json"), "{out}");
     assert!(trusted_in_state(&world));
     assert_eq!(world.home_files(), written, "the handover rewrote a file");
+    assert_eq!(trust_owner(&world), None, "doctor still points at upgrade");
     let again = world.ok(&["upgrade"]);
     assert!(again.contains("nothing to upgrade"), "{again}");
     world.ok(&["trust", "--revoke", "--yes"]);
