@@ -206,7 +206,7 @@ const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "config-copilot",
-        about: "memloop init: untrusted without consent (no workspace server); after sync --user-scope copilot mcp list loads memory from .mcp.json, instruction list reads the rules once, doctor --live agrees; uninstall removes the trust",
+        about: "memloop init: untrusted without consent (no workspace server); after memloop trust --yes copilot mcp list loads memory from .mcp.json, instruction list reads the rules once, doctor --live agrees; uninstall removes the trust",
         run: copilot::config,
     },
     Scenario {
