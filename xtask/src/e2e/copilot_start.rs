@@ -138,7 +138,6 @@ pub fn probe(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         let text = std::fs::read_to_string(sb.repo.join(input)).unwrap_or_default();
         println!("   {input}: {}", text.trim());
     }
-    sb.keep();
     Ok(())
 }
 
