@@ -300,6 +300,13 @@ fn the_index_ranks_caps_and_counts_what_did_not_fit() {
             "{agent}"
         );
     }
+    // Copilot reads `additionalContext` at the top level of a sessionStart hook's output.
+    let copilot: Value = serde_json::from_str(&run_ok(
+        repo.path(),
+        &["hook", "session-start", "--agent", "copilot"],
+    ))
+    .unwrap();
+    assert_eq!(copilot, json!({"additionalContext": text}));
 }
 
 #[test]

@@ -100,6 +100,14 @@ const PIECES: &[(&str, &str, &[&str])] = &[
             "memloop hook pre-compact --agent qwen",
         ],
     ),
+    (
+        "copilot",
+        ".github/hooks/memloop.json",
+        &[
+            "\"sessionStart\"",
+            "memloop hook session-start --agent copilot",
+        ],
+    ),
 ];
 
 #[test]

@@ -643,3 +643,170 @@ fn init_with_trust_over_a_rejected_approval_installs_the_repository_and_writes_n
     world.ok(&["sync"]);
     assert_eq!(world.home_text(QWEN_APPROVALS), rejected);
 }
+
+const COPILOT_CONFIG: &str = ".copilot/config.json";
+
+#[test]
+fn copilot_trust_writes_trusted_folders_once_and_revoke_gives_back_the_bytes() {
+    let world = World::new("copilot");
+    assert!(
+        world.home_files().is_empty(),
+        "init without --trust wrote home files"
+    );
+    let mine = "{\r\n  // mine\r\n  \"trustedFolders\": [\"/elsewhere\",],\r\n  \"firstLaunchAt\": \"2026-01-01\"\r\n}\r\n";
+    world.write_home(COPILOT_CONFIG, mine);
+    let dry = world.ok(&["trust", "--dry-run"]);
+    assert!(dry.contains("~/.copilot/config.json"), "{dry}");
+    assert_eq!(world.home_text(COPILOT_CONFIG), mine, "--dry-run wrote");
+    let out = world.ok(&["trust", "--yes"]);
+    assert!(out.contains("~/.copilot/config.json"), "{out}");
+    let text = world.home_text(COPILOT_CONFIG);
+    let config: serde_json::Value =
+        serde_json::from_str(&text.replace("// mine\r\n", "").replace(",]", "]")).unwrap();
+    assert_eq!(
+        config["trustedFolders"],
+        serde_json::json!(["/elsewhere", world.root_str()]),
+        "{text}"
+    );
+    assert!(text.contains("// mine\r\n"), "{text:?}");
+    let once = world.home_files();
+    let again = world.ok(&["trust", "--yes"]);
+    assert!(again.contains("nothing to change"), "{again}");
+    world.ok(&["sync"]);
+    assert_eq!(
+        world.home_files(),
+        once,
+        "a second trust or a sync changed it"
+    );
+    let out = world.ok(&["trust", "--revoke", "--yes"]);
+    assert!(out.contains("~/.copilot/config.json"), "{out}");
+    assert_eq!(world.home_text(COPILOT_CONFIG), mine);
+    world.ok(&["sync"]);
+    assert_eq!(
+        world.home_text(COPILOT_CONFIG),
+        mine,
+        "sync wrote trust after revoke"
+    );
+}
+
+#[test]
+fn copilot_revoke_after_copilot_rewrote_its_config_keeps_its_own_keys() {
+    let world = World::new("copilot");
+    world.ok(&["trust", "--yes"]);
+    let text = world.home_text(COPILOT_CONFIG);
+    // Copilot records its own state in the same file, and the user trusts another folder.
+    let rewritten = text.replacen("{", "{\n  \"firstLaunchAt\": \"2026-12-01T00:00:00Z\",", 1);
+    let rewritten = rewritten.replacen("[", "[\"/srv/other\", ", 1);
+    world.write_home(COPILOT_CONFIG, &rewritten);
+    world.ok(&["trust", "--revoke", "--yes"]);
+    let config: serde_json::Value = serde_json::from_str(&world.home_text(COPILOT_CONFIG)).unwrap();
+    assert_eq!(config["trustedFolders"], serde_json::json!(["/srv/other"]));
+    assert_eq!(config["firstLaunchAt"], "2026-12-01T00:00:00Z");
+}
+
+/// The install state file of `world`'s repository (the only one under its state dir).
+fn state_file(world: &World) -> PathBuf {
+    let dir = world.home.join(".local/state/memloop/installs");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    found.pop().unwrap()
+}
+
+/// What an older memloop left after `init --user-scope` wrote Copilot's trust as one of sync's
+/// files: the same entry and the same record of the file, with the consent for the user scope
+/// and without memloop trust's.
+fn as_an_older_memloop_left_it(world: &World) {
+    world.ok(&["trust", "--yes"]);
+    let path = state_file(world);
+    let mut state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let record = world.home.join(COPILOT_CONFIG).display().to_string();
+    assert!(state["files"].get(&record).is_some(), "{state}");
+    state.as_object_mut().unwrap().remove("trusted");
+    state["user_scope"] = serde_json::json!(true);
+    std::fs::write(&path, serde_json::to_vec_pretty(&state).unwrap()).unwrap();
+}
+
+fn trusted_in_state(world: &World) -> bool {
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(state_file(world)).unwrap()).unwrap();
+    state["trusted"] == serde_json::json!(true)
+}
+
+#[test]
+fn upgrade_hands_copilots_trust_written_through_user_scope_over_to_memloop_trust() {
+    let world = World::new("copilot");
+    let mine = "{\n  \"trustedFolders\": [\"/srv/other\"]\n}\n";
+    world.write_home(COPILOT_CONFIG, mine);
+    as_an_older_memloop_left_it(&world);
+    // Doctor checks Copilot's trust only where Copilot is installed.
+    let bin = world.home.join("bin/copilot");
+    std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+    std::fs::write(&bin, "#!/bin/sh\necho 'GitHub Copilot CLI 1.0.102.'\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let trust_owner = |world: &World| {
+        let out = world.run(&["doctor", "--format", "json"]);
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == "copilot.trust-owner")
+            .map(|f| f["fix"].as_str().unwrap_or_default().to_owned())
+    };
+    let fix = trust_owner(&world).expect("doctor names the entry an older memloop wrote");
+    assert!(fix.contains("memloop upgrade"), "{fix}");
+    let written = world.home_files();
+    let dry = world.ok(&["upgrade", "--dry-run"]);
+    assert!(dry.contains("copilot-trust-owner"), "{dry}");
+    assert!(
+        !trusted_in_state(&world),
+        "upgrade --dry-run changed the state"
+    );
+    let out = world.ok(&["upgrade"]);
+    assert!(out.contains("copilot-trust-owner"), "{out}");
+    assert!(out.contains("~/.copilot/config.json"), "{out}");
+    assert!(trusted_in_state(&world));
+    assert_eq!(world.home_files(), written, "the handover rewrote a file");
+    assert_eq!(trust_owner(&world), None, "doctor still points at upgrade");
+    let again = world.ok(&["upgrade"]);
+    assert!(again.contains("nothing to upgrade"), "{again}");
+    world.ok(&["trust", "--revoke", "--yes"]);
+    assert_eq!(world.home_text(COPILOT_CONFIG), mine);
+}
+
+/// With another agent whose trust is not given yet, the handover would count as consent for
+/// that agent's entries too: upgrade holds it and names `memloop trust`, which shows them.
+#[test]
+fn upgrade_holds_the_handover_while_another_agents_trust_is_missing() {
+    let world = World::new("claude,copilot");
+    world.write_home(".claude.json", "{}\n");
+    let before = world.home_files();
+    as_an_older_memloop_left_it(&world);
+    // The older memloop wrote Copilot's entry alone: Claude's are not there.
+    world.write_home(".claude.json", "{}\n");
+    std::fs::remove_file(world.root.join(".claude/settings.local.json")).unwrap();
+    let out = world.run(&["upgrade"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("held: memloop trust would also write ~/.claude.json"),
+        "{stdout}"
+    );
+    assert!(!trusted_in_state(&world));
+    assert_eq!(world.home_text(".claude.json"), "{}\n");
+    let out = world.ok(&["trust", "--yes"]);
+    assert!(out.contains("~/.claude.json"), "{out}");
+    assert!(trusted_in_state(&world));
+    world.ok(&["trust", "--revoke", "--yes"]);
+    assert_eq!(world.home_files(), before);
+    assert!(!exists(&world.root.join(".claude/settings.local.json")));
+}

@@ -39,7 +39,7 @@ pub struct InitArgs {
     /// How AGENTS.md shares the rules with CLAUDE.md.
     #[arg(long, value_enum)]
     pub layout: Option<LayoutArg>,
-    /// Allow writing the agents' user config outside the repository (Kimi's Stop hook, Copilot's folder trust).
+    /// Allow writing the agents' user config outside the repository (Kimi's Stop hook).
     #[arg(long)]
     pub user_scope: bool,
     /// Also give this repository the per-machine approvals the agents need (`memloop trust --yes`).

@@ -63,7 +63,8 @@ pub fn run(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
     } else {
         "memloop upgrade"
     };
-    if plan.applied.is_empty() && plan.held.is_empty() {
+    let handover = trust_handover(&repo)?;
+    if plan.applied.is_empty() && plan.held.is_empty() && handover.is_none() {
         println!("{verb}: nothing to upgrade in {}", repo.root.display());
         print_notes(&plan.notes);
         return Ok(ExitCode::SUCCESS);
@@ -71,6 +72,21 @@ pub fn run(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
     println!("{verb}: {}", repo.root.display());
     for applied in &plan.applied {
         print_migration(applied);
+    }
+    let mut trust_held = false;
+    if let Some(handover) = &handover {
+        println!(
+            "  {:<24} the trustedFolders entry an older memloop wrote through `sync --user-scope` becomes memloop trust's (sync keeps it, `memloop trust --revoke` takes it back)",
+            agents::copilot::upgrade::TRUST_HANDOVER
+        );
+        println!("      {}", handover.display);
+        if !handover.others.is_empty() {
+            trust_held = true;
+            println!(
+                "      held: memloop trust would also write {}; run `memloop trust` to see and approve them (Copilot's entry stays as it is)",
+                handover.others.join(", ")
+            );
+        }
     }
     for held in &plan.held {
         print_migration(held);
@@ -81,7 +97,7 @@ pub fn run(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
     }
     print_notes(&plan.notes);
     let changes = plan.files.changes();
-    let code = if plan.held.is_empty() {
+    let code = if plan.held.is_empty() && !trust_held {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_DRIFT)
@@ -124,6 +140,9 @@ pub fn run(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
     if args.user_scope {
         repo.state.user_scope = true;
     }
+    if handover.is_some() && !trust_held {
+        repo.state.trusted = true;
+    }
     repo.state.save(&repo.root)?;
     // The legacy plugin folder goes when the move left it empty.
     let legacy = repo
@@ -158,4 +177,33 @@ fn print_migration(applied: &Applied) {
     for finding in &applied.findings {
         println!("      {finding}");
     }
+}
+
+/// A trust entry an older memloop wrote as one of sync's files (Copilot's), and what else
+/// `memloop trust` would write: handing the entry over marks this machine's trust as given,
+/// which covers every enabled agent, so it is done only when nothing else would be written.
+struct Handover {
+    display: String,
+    others: Vec<String>,
+}
+
+fn trust_handover(repo: &Repo) -> anyhow::Result<Option<Handover>> {
+    let Some(path) = agents::copilot::upgrade::legacy_trust(repo)? else {
+        return Ok(None);
+    };
+    let ctx = repo.context(false)?;
+    let others = match super::trust::plan(repo, false) {
+        Ok(changes) => changes
+            .iter()
+            .filter(|c| !c.is_noop())
+            .map(|c| c.target.display.clone())
+            .collect(),
+        // A file the trust step cannot read: `memloop trust` names it; nothing is handed over.
+        Err(PlanError::Refused(refusals)) => refusals.iter().map(ToString::to_string).collect(),
+        Err(PlanError::Other(err)) => return Err(err),
+    };
+    Ok(Some(Handover {
+        display: ctx.display_user_path(&path),
+        others,
+    }))
 }

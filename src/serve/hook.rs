@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! --agent claude, codex, gemini, qwen  {"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"..."}}
+//! --agent copilot                    {"additionalContext":"..."}
 //! --agent <other>                    the text itself (kimi, opencode, text)
 //! ```
 //!
@@ -29,11 +30,11 @@ use crate::config::Config;
 
 const INPUT_WAIT: Duration = Duration::from_millis(500);
 const MAX_INPUT: u64 = 1 << 20;
-const AGENTS: &str = "claude, codex, gemini, kimi, opencode, qwen or text";
+const AGENTS: &str = "claude, codex, copilot, gemini, kimi, opencode, qwen or text";
 
 #[derive(Debug, clap::Args)]
 pub struct SessionStartArgs {
-    /// The agent calling: claude, codex, gemini, qwen (hook JSON), or kimi, opencode, text (plain text).
+    /// The agent calling: claude, codex, gemini, qwen (hook JSON), copilot (its sessionStart JSON), or kimi, opencode, text (plain text).
     // A value-less `--agent` is reported by the hook itself: clap's usage errors exit 2.
     #[arg(long, value_name = "AGENT", num_args = 0..=1, default_missing_value = "")]
     agent: Option<String>,
@@ -47,6 +48,9 @@ enum Form {
     ClaudeJson,
     /// `hookSpecificOutput.additionalContext` for both events (Qwen Code).
     HookJson,
+    /// Copilot reads `additionalContext` at the top level of a `sessionStart` hook's output
+    /// (the Claude shape is ignored there).
+    CopilotJson,
     Text,
 }
 
@@ -91,6 +95,7 @@ fn session_start(args: &SessionStartArgs, event: Event) -> anyhow::Result<()> {
         // Codex and Gemini CLI read the same SessionStart JSON as Claude Code (hookSpecificOutput).
         Some("claude" | "codex" | "gemini") => Form::ClaudeJson,
         Some("qwen") => Form::HookJson,
+        Some("copilot") => Form::CopilotJson,
         Some("kimi" | "opencode" | "text") => Form::Text,
         Some("") | None => bail!("missing --agent; use --agent {AGENTS}"),
         Some(other) => bail!("unknown agent {other:?}; use --agent {AGENTS}"),
@@ -107,7 +112,7 @@ fn session_start(args: &SessionStartArgs, event: Event) -> anyhow::Result<()> {
         // Claude Code reads plain text as the summary's instructions; Qwen Code only the JSON.
         return match form {
             Form::HookJson => print(&hook_json("PreCompact", PRE_COMPACT)),
-            Form::ClaudeJson | Form::Text => print(&format!("{PRE_COMPACT}\n")),
+            Form::ClaudeJson | Form::CopilotJson | Form::Text => print(&format!("{PRE_COMPACT}\n")),
         };
     }
     let session = session_text(&root, &config)?;
@@ -117,6 +122,7 @@ fn session_start(args: &SessionStartArgs, event: Event) -> anyhow::Result<()> {
     let out = match form {
         Form::Text => session.text,
         Form::ClaudeJson | Form::HookJson => hook_json("SessionStart", &session.text),
+        Form::CopilotJson => format!("{}\n", json!({"additionalContext": session.text})),
     };
     print(&out)
 }

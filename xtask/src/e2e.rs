@@ -15,6 +15,7 @@ mod codex_memloop;
 mod config;
 mod connected;
 mod copilot;
+mod copilot_start;
 mod doctor;
 mod fake_gemini;
 mod fake_model;
@@ -212,7 +213,7 @@ const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "config-copilot",
-        about: "memloop init: untrusted without consent (no workspace server); after sync --user-scope copilot mcp list loads memory from .mcp.json, instruction list reads the rules once, doctor --live agrees; uninstall removes the trust",
+        about: "memloop init: untrusted without consent (no workspace server); after memloop trust --yes copilot mcp list loads memory from .mcp.json, instruction list reads the rules once, doctor --live agrees; uninstall removes the trust",
         run: copilot::config,
     },
     Scenario {
@@ -234,6 +235,31 @@ const SCENARIOS: &[Scenario] = &[
         name: "gate-copilot-both-hooks",
         about: "Claude Code and Copilot set up: Copilot runs both memloop hooks for each stop, and the gate gives exactly one verdict",
         run: |c, s| copilot::gate(c, s, copilot::Hooks::Both),
+    },
+    Scenario {
+        name: "session-start-copilot",
+        about: "a stored note is in Copilot's first model request: memloop's sessionStart hook (additionalContext) opens the session with the index as its first user message",
+        run: |c, s| copilot_start::session_start(c, s, "copilot"),
+    },
+    Scenario {
+        name: "session-start-copilot-with-claude",
+        about: "Claude Code and Copilot set up: Copilot runs Claude's SessionStart hook too, and its first model request holds the index once",
+        run: |c, s| copilot_start::session_start(c, s, "claude,copilot"),
+    },
+    Scenario {
+        name: "probe-copilot-trust",
+        about: "which trustedFolders entries make Copilot load the repository's server: the folder, a trailing slash, a parent, a name that only starts the same, a symlink, the key in settings.json, a run from a symlink",
+        run: copilot_start::probe_trust,
+    },
+    Scenario {
+        name: "probe-copilot-compaction",
+        about: "Copilot's background compaction started at once by its threshold variables during a -p turn: what each model request holds of the index",
+        run: copilot_start::probe_compaction,
+    },
+    Scenario {
+        name: "probe-copilot-session-start",
+        about: "hand-written Copilot hooks (sessionStart in three output shapes, userPromptSubmitted) print markers: which reach the first model request, and where",
+        run: copilot_start::probe,
     },
     Scenario {
         name: "session-start-claude",

@@ -94,29 +94,31 @@ fn hooks_file(d: &mut Doctor) {
             .by_sync(d.sync_command(false)),
         );
     }
-    let stop = file.get(&["hooks", "agentStop"]);
-    let broken: Vec<usize> = stop
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-        .filter(|(_, hook)| {
-            hook.get("type").and_then(Value::as_str) != Some("command")
-                || !(hook.get("bash").is_some_and(Value::is_string)
-                    || hook.get("command").is_some_and(Value::is_string))
-        })
-        .map(|(i, _)| i)
-        .collect();
-    for index in broken {
-        d.push(
-            Finding::error(
-                AGENT,
-                "hooks-entry",
-                format!("hooks.agentStop[{index}] in {HOOKS_JSON} is not a command hook with a `bash` command line: Copilot cannot run it"),
-            )
-            .at(HOOKS_JSON, file.line(&[Step::Key("hooks"), Step::Key("agentStop"), Step::Index(index)]))
-            .by_sync(d.sync_command(false)),
-        );
+    for event in ["agentStop", "sessionStart"] {
+        let broken: Vec<usize> = file
+            .get(&["hooks", event])
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .filter(|(_, hook)| {
+                hook.get("type").and_then(Value::as_str) != Some("command")
+                    || !(hook.get("bash").is_some_and(Value::is_string)
+                        || hook.get("command").is_some_and(Value::is_string))
+            })
+            .map(|(i, _)| i)
+            .collect();
+        for index in broken {
+            d.push(
+                Finding::error(
+                    AGENT,
+                    "hooks-entry",
+                    format!("hooks.{event}[{index}] in {HOOKS_JSON} is not a command hook with a `bash` command line: Copilot cannot run it"),
+                )
+                .at(HOOKS_JSON, file.line(&[Step::Key("hooks"), Step::Key(event), Step::Index(index)]))
+                .by_sync(d.sync_command(false)),
+            );
+        }
     }
 }
 
@@ -153,14 +155,26 @@ fn user_trust(d: &mut Doctor) {
             "trust",
             format!("{} is trusted in {shown} (trustedFolders: {folder})", root.display()),
         )
-        .file(shown),
-        None => Finding::error(
-            AGENT,
-            "trust",
-            format!("{} is not in trustedFolders of {shown}: Copilot loads neither the project's MCP servers nor its hooks, so neither the memory server nor the Stop gate runs", root.display()),
-        )
-        .file(shown)
-        .by_sync(d.sync_command(true)),
+        .file(shown.clone()),
+        None => d.by_trust(
+            Finding::error(
+                AGENT,
+                "trust",
+                format!("{} is not in trustedFolders of {shown}: Copilot loads neither the project's MCP servers nor its hooks, so neither the memory server nor the Stop gate runs", root.display()),
+            )
+            .file(shown.clone()),
+        ),
     };
     d.push(finding);
+    if let Ok(Some(_)) = super::upgrade::legacy_trust(d.repo) {
+        d.push(
+            Finding::warning(
+                AGENT,
+                "trust-owner",
+                format!("the trustedFolders entry for {} in {shown} was written by an older memloop through `sync --user-scope`: sync no longer keeps it, nor takes it back when Copilot leaves memloop.toml", root.display()),
+            )
+            .file(shown)
+            .fix("run `memloop upgrade` (or `memloop trust`): the entry becomes memloop trust's, `memloop trust --revoke` takes it back"),
+        );
+    }
 }

@@ -77,12 +77,11 @@ fn mcp(d: &mut Doctor, listed: &Value) {
             "live",
             format!("`{shown}` loads `{name}` from {}", server["sourcePath"].as_str().unwrap_or(".mcp.json")),
         ),
-        None => Finding::error(
+        None => d.by_trust(Finding::error(
             AGENT,
             "live",
             format!("`{shown}` does not list `{name}`: the folder is not trusted in ~/.copilot/config.json (trustedFolders), or .mcp.json lacks the entry"),
-        )
-        .by_sync(d.sync_command(true)),
+        )),
     };
     d.push(finding);
 }

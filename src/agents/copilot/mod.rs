@@ -1,8 +1,10 @@
 //! GitHub Copilot CLI (npm `@github/copilot`, checked with 1.0.102): the MCP server in the
 //! project's shared `.mcp.json` (the file Claude Code reads; Copilot takes its `type: "stdio"`
 //! entry as a local server, so one entry serves both), the Stop gate as an `agentStop` hook in
-//! `.github/hooks/memloop.json`, and in the user's `$COPILOT_HOME/config.json` (default
-//! `~/.copilot/config.json`) the `trustedFolders` entry without which Copilot loads neither.
+//! `.github/hooks/memloop.json` (with a `sessionStart` hook giving the session the memory index
+//! unless `[memory] session_start = false`); the `trustedFolders` entry in the user's `$COPILOT_HOME/config.json`
+//! (default `~/.copilot/config.json`), without which Copilot loads neither, is its per-machine
+//! trust (`Agent::trust`, written only by `memloop trust`).
 //! Rules: Copilot reads `AGENTS.md` and `CLAUDE.md` (one copy when both are the same text).
 //! Facts: xtask/src/e2e/copilot_facts.md.
 
@@ -29,6 +31,11 @@ pub struct Copilot;
 pub const HOOK_COMMAND: &str = "memloop hook stop --agent copilot";
 /// Seconds, as Copilot reads `timeoutSec` (its default is 30; a timeout lets the stop through).
 pub const HOOK_TIMEOUT: u64 = 15;
+/// `memloop hook session-start`: Copilot adds a `sessionStart` hook's `additionalContext` to
+/// the session as its first user message.
+pub const SESSION_START_COMMAND: &str = "memloop hook session-start --agent copilot";
+/// Seconds; reading the index costs milliseconds, the rest is margin for a loaded machine.
+pub const SESSION_HOOK_TIMEOUT: u64 = 10;
 /// memloop's own hooks file: Copilot loads every `.github/hooks/*.json`.
 pub const HOOKS_JSON: &str = ".github/hooks/memloop.json";
 /// The project MCP config Copilot shares with Claude Code.
@@ -47,14 +54,8 @@ impl super::agent::Agent for Copilot {
             || root.join(".github/copilot-instructions.md").exists()
     }
 
-    fn user_scope_question(&self) -> Option<&'static str> {
-        Some(
-            "Copilot CLI loads a project's MCP servers and hooks only in a folder trusted in your user config (~/.copilot/config.json). Add this repository to trustedFolders there?",
-        )
-    }
-
-    fn targets(&self, ctx: &Context, skipped: &mut Vec<String>) -> anyhow::Result<Vec<Target>> {
-        targets(ctx, skipped)
+    fn targets(&self, ctx: &Context, _skipped: &mut Vec<String>) -> anyhow::Result<Vec<Target>> {
+        Ok(targets(ctx))
     }
 
     fn check_rules(&self, d: &mut Doctor) {
@@ -91,6 +92,10 @@ impl super::agent::Agent for Copilot {
     fn migrations(&self) -> &'static [crate::upgrade::Migration] {
         upgrade::MIGRATIONS
     }
+
+    fn trust(&self, ctx: &Context) -> anyhow::Result<Vec<Target>> {
+        Ok(vec![trust::target(ctx)])
+    }
 }
 
 /// Copilot's data root: `$COPILOT_HOME`, else `~/.copilot`.
@@ -100,10 +105,10 @@ pub fn copilot_home(home: &Path) -> PathBuf {
         .map_or_else(|| home.join(".copilot"), PathBuf::from)
 }
 
-pub fn targets(ctx: &Context, skipped: &mut Vec<String>) -> anyhow::Result<Vec<Target>> {
+pub fn targets(ctx: &Context) -> Vec<Target> {
     let (mcp_path, mcp_display) = ctx.project_target_display(MCP_JSON);
     let (hooks_path, hooks_display) = ctx.project_target_display(HOOKS_JSON);
-    let mut out = vec![
+    vec![
         // The same entry Claude Code's adapter wants: with both agents on, one target.
         Target {
             path: mcp_path,
@@ -135,31 +140,21 @@ pub fn targets(ctx: &Context, skipped: &mut Vec<String>) -> anyhow::Result<Vec<T
                         path: vec!["hooks".into(), "agentStop".into()],
                         value: json!([hook_entry()]),
                     },
+                    Fragment::JsonMember {
+                        path: vec!["hooks".into(), "sessionStart".into()],
+                        value: json!([session_start_entry()]),
+                    }
+                    .wanted_if(ctx.config.memory.session_start),
                 ],
             },
             note: None,
         },
-    ];
-    let user_config = trust::config_path(&ctx.home);
-    if ctx.user_scope {
-        out.push(Target {
-            display: ctx.display_user_path(&user_config),
-            path: user_config,
-            scope: Scope::User,
-            agents: vec![AgentId::Copilot],
-            desired: Desired::Fragments {
-                format: Format::Json(Dialect::Jsonc),
-                fragments: vec![trust::fragment(ctx.root)],
-            },
-            note: None,
-        });
-    } else {
-        skipped.push(format!(
-            "Copilot CLI loads the project's MCP servers and hooks (the memory server and the Stop gate) only in a folder trusted in your user config ({}), outside the repository: run `memloop sync --user-scope` to allow it",
-            ctx.display_user_path(&user_config)
-        ));
-    }
-    Ok(out)
+    ]
+}
+
+/// memloop's `sessionStart` handler: the memory index as the session's first message.
+pub fn session_start_entry() -> Value {
+    json!({"type": "command", "bash": SESSION_START_COMMAND, "timeoutSec": SESSION_HOOK_TIMEOUT})
 }
 
 /// memloop's `agentStop` handler. Copilot blocks only on stdout JSON, which the gate prints.

@@ -3,7 +3,7 @@
 //! scripted fake Responses API on 127.0.0.1. Facts: `copilot_facts.md` beside this file.
 //!
 //! - `config-copilot`: without consent the folder is untrusted and `copilot mcp list --json`
-//!   lists no workspace server; after `memloop sync --user-scope` it lists memloop's from
+//!   lists no workspace server; after `memloop trust --yes` it lists memloop's from
 //!   `.mcp.json`, `copilot instruction list --json` shows the rules once (`AGENTS.md +
 //!   CLAUDE.md`), `memloop doctor --live` agrees, and uninstall gives the user config back.
 //! - `connected-copilot`: `copilot -p` offers `memory-memory_store` and the call reaches
@@ -29,11 +29,11 @@ pub const SERVER: &str = "memory";
 /// How Copilot offers memloop's `memory_store` to the model.
 pub const STORE_TOOL: &str = "memory-memory_store";
 
-fn copilot(ctx: &Ctx) -> std::path::PathBuf {
+pub(super) fn copilot(ctx: &Ctx) -> std::path::PathBuf {
     ctx.tools.bin.join("copilot")
 }
 
-fn memloop(sb: &Sandbox, args: &[&str]) -> Result<()> {
+pub(super) fn memloop_ok(sb: &Sandbox, args: &[&str]) -> Result<()> {
     let out = sb.run("memloop", args, std::time::Duration::from_secs(60))?;
     if !out.success() {
         bail!("`memloop {}` failed\n{}", args.join(" "), out.report());
@@ -42,7 +42,7 @@ fn memloop(sb: &Sandbox, args: &[&str]) -> Result<()> {
 }
 
 /// Offline, the model from the fake, and in `-p` mode the repository's hooks and MCP servers on.
-fn offline_env(sb: &mut Sandbox, base_url: Option<&str>) {
+pub(super) fn offline_env(sb: &mut Sandbox, base_url: Option<&str>) {
     sb.set_env("COPILOT_OFFLINE", "true");
     sb.set_env("COPILOT_HOME", sb.home.join(".copilot").to_string_lossy());
     if let Some(base) = base_url {
@@ -54,7 +54,7 @@ fn offline_env(sb: &mut Sandbox, base_url: Option<&str>) {
     sb.set_env("GITHUB_COPILOT_PROMPT_MODE_WORKSPACE_MCP", "true");
 }
 
-fn json_out(ctx: &Ctx, sb: &Sandbox, args: &[&str]) -> Result<Value> {
+pub(super) fn json_out(ctx: &Ctx, sb: &Sandbox, args: &[&str]) -> Result<Value> {
     let out = sb.run(copilot(ctx), args, ctx.timeout)?;
     expect(
         out.success(),
@@ -74,10 +74,10 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     ctx.caps.need_init()?;
     offline_env(sb, None);
     let user_config = sb.home.join(".copilot/config.json");
-    memloop(sb, &["init", "--yes", "--agents", "copilot"])?;
+    memloop_ok(sb, &["init", "--yes", "--agents", "copilot"])?;
     if user_config.exists() {
         bail!(
-            "memloop init without --user-scope wrote {}",
+            "memloop init without --trust wrote {}",
             user_config.display()
         );
     }
@@ -87,7 +87,7 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     }
     println!("   without consent: untrusted, `copilot mcp list` shows no {SERVER}");
 
-    memloop(sb, &["sync", "--user-scope"])?;
+    memloop_ok(sb, &["trust", "--yes"])?;
     let listed = json_out(ctx, sb, &["mcp", "list", "--json"])?;
     let server = &listed["mcpServers"][SERVER];
     if server["source"] != "workspace"
@@ -95,12 +95,10 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         || server["command"] != "memloop"
         || server["args"] != json!(["serve"])
     {
-        bail!(
-            "after sync --user-scope Copilot does not load memloop serve from .mcp.json: {listed}"
-        );
+        bail!("after memloop trust Copilot does not load memloop serve from .mcp.json: {listed}");
     }
     println!(
-        "   after sync --user-scope: {SERVER} from {}",
+        "   after memloop trust: {SERVER} from {}",
         server["sourcePath"]
     );
     let sources = json_out(ctx, sb, &["instruction", "list", "--json"])?;
@@ -142,7 +140,7 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     }
     println!("   doctor --live: copilot.live, live-instructions, trust, instructions ok");
 
-    memloop(sb, &["uninstall", "--yes"])?;
+    memloop_ok(sb, &["uninstall", "--yes"])?;
     if user_config.exists() {
         bail!(
             "memloop uninstall left {} (memloop created it):\n{}",
@@ -159,7 +157,7 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
 }
 
 /// `copilot -p`, its JSON event stream and the fake's requests kept beside the sandbox.
-fn prompt(ctx: &Ctx, sb: &Sandbox, fake: &FakeResponses, text: &str) -> Result<Output> {
+pub(super) fn prompt(ctx: &Ctx, sb: &Sandbox, fake: &FakeResponses, text: &str) -> Result<Output> {
     let args = ["-p", text, "--allow-all", "--output-format", "json"];
     let out = sb.run(copilot(ctx), &args, ctx.gate_timeout)?;
     let _ = std::fs::write(sb.root.join("model-requests.jsonl"), fake.dump());
@@ -183,10 +181,15 @@ fn prompt(ctx: &Ctx, sb: &Sandbox, fake: &FakeResponses, text: &str) -> Result<O
     Ok(out)
 }
 
-fn install(ctx: &Ctx, sb: &mut Sandbox, fake: &FakeResponses, agents: &str) -> Result<()> {
+pub(super) fn install(
+    ctx: &Ctx,
+    sb: &mut Sandbox,
+    fake: &FakeResponses,
+    agents: &str,
+) -> Result<()> {
     ctx.caps.need_init()?;
     offline_env(sb, Some(&fake.base_url()));
-    memloop(sb, &["init", "--yes", "--agents", agents, "--user-scope"])
+    memloop_ok(sb, &["init", "--yes", "--agents", agents, "--trust"])
 }
 
 pub fn connected(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
