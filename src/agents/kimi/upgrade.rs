@@ -34,7 +34,12 @@ const KIMI_CODE: Range = Range::Versions {
 };
 
 /// Kimi's migrations, in the order they run.
-pub const MIGRATIONS: &[Migration] = &[LEGACY_TO_CODE, STREAMABLE_HTTP, TOOL_NAMES];
+pub const MIGRATIONS: &[Migration] = &[
+    LEGACY_TO_CODE,
+    STREAMABLE_HTTP,
+    TOOL_NAMES,
+    super::start_upgrade::SESSION_START,
+];
 
 pub const LEGACY_TO_CODE: Migration = Migration {
     id: "kimi-legacy-to-code",
