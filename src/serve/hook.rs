@@ -12,9 +12,9 @@
 //!
 //! stdin may carry the agent's hook input; its `cwd` (and Kimi's `session_id`) is read, it is
 //! optional, and it is waited for at most [`INPUT_WAIT`], so the hook never hangs on a pipe
-//! nobody closes. Exit 0
-//! with the text (or nothing, with `[memory] session_start = false`); exit 1 with one
-//! `memloop hook:` line on stderr when it fails, never 2, which some agents read as a block.
+//! nobody closes. Exit 0 with the text (or nothing, with `[memory] session_start = false`);
+//! exit 1 with one `memloop hook:` line on stderr when it fails, never 2, which some agents
+//! read as a block.
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
