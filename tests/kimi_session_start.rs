@@ -207,3 +207,76 @@ fn switched_off_it_prints_nothing() {
     .unwrap();
     assert_eq!(world.prompt("s"), "");
 }
+
+/// Kimi's pair is an owned fragment in the user's config like the gate: `session_start = false`
+/// shows as drift in diff and doctor until sync takes it out, on again puts it back, and
+/// uninstall leaves the user's file without any of memloop's entries.
+#[test]
+fn the_pair_follows_session_start_through_sync_diff_doctor_and_uninstall() {
+    let world = World::new();
+    let home = world.repo.parent().unwrap().join("home");
+    std::fs::create_dir_all(home.join(".kimi-code")).unwrap();
+    let config = home.join(".kimi-code/config.toml");
+    let mine = "# mine\n[[hooks]]\nevent = \"UserPromptSubmit\"\ncommand = \"./lint.sh\"\n";
+    std::fs::write(&config, mine).unwrap();
+    // Kimi Code on PATH, so doctor reads the user's files too.
+    let bin = home.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("kimi"), "#!/bin/sh\necho 2.1.0\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(bin.join("kimi"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_memloop"))
+            .args(args)
+            .current_dir(&world.repo)
+            .env_clear()
+            .env("HOME", &home)
+            .env("PATH", &bin)
+            .env("XDG_STATE_HOME", &world.state)
+            .output()
+            .unwrap()
+    };
+    let ok = |args: &[&str]| {
+        let out = run(args);
+        assert!(
+            out.status.success(),
+            "memloop {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let pair = [
+        "memloop hook session-start --agent kimi",
+        "memloop hook pre-compact --agent kimi",
+    ];
+    ok(&["init", "--yes", "--agents", "kimi", "--user-scope"]);
+    let installed = std::fs::read_to_string(&config).unwrap();
+    assert!(pair.iter().all(|p| installed.contains(p)), "{installed}");
+    assert!(installed.starts_with(mine), "{installed}");
+
+    let toml = world.repo.join("memloop.toml");
+    let on = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, format!("{on}\n[memory]\nsession_start = false\n")).unwrap();
+    assert_eq!(run(&["diff", "--user-scope"]).status.code(), Some(1));
+    let doctor = run(&["doctor", "--format", "json"]);
+    let report = String::from_utf8_lossy(&doctor.stdout);
+    let switched_off = report
+        .lines()
+        .filter(|l| l.contains("switched off by [memory] session_start = false"))
+        .count();
+    assert_eq!(switched_off, 2, "{report}");
+    assert_eq!(doctor.status.code(), Some(1), "{report}");
+    ok(&["sync", "--user-scope"]);
+    let off = std::fs::read_to_string(&config).unwrap();
+    assert!(pair.iter().all(|p| !off.contains(p)), "{off}");
+    assert!(off.contains("memloop hook stop --agent kimi"), "{off}");
+    assert_eq!(run(&["diff", "--user-scope"]).status.code(), Some(0));
+
+    std::fs::write(&toml, &on).unwrap();
+    ok(&["sync", "--user-scope"]);
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), installed);
+    ok(&["uninstall", "--yes"]);
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), mine);
+}
