@@ -288,15 +288,18 @@ fn the_index_ranks_caps_and_counts_what_did_not_fit() {
     // The hook hands the agent the very same text.
     let hook = run_ok(repo.path(), &["hook", "session-start", "--agent", "text"]);
     assert_eq!(hook, text);
-    let claude: Value = serde_json::from_str(&run_ok(
-        repo.path(),
-        &["hook", "session-start", "--agent", "claude"],
-    ))
-    .unwrap();
-    assert_eq!(
-        claude,
-        json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}})
-    );
+    for agent in ["claude", "codex", "gemini", "qwen"] {
+        let answer: Value = serde_json::from_str(&run_ok(
+            repo.path(),
+            &["hook", "session-start", "--agent", agent],
+        ))
+        .unwrap();
+        assert_eq!(
+            answer,
+            json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}),
+            "{agent}"
+        );
+    }
 }
 
 #[test]
@@ -343,12 +346,26 @@ fn the_index_of_an_empty_or_remote_memory_is_the_reminder_and_it_can_be_switched
         "{pre}"
     );
     assert!(pre.ends_with(".\n") && pre.lines().count() == 1, "{pre:?}");
+    // Qwen Code takes a PreCompact hook's words to the summary only as additionalContext.
+    let qwen: Value = serde_json::from_str(&run_ok(
+        repo.path(),
+        &["hook", "pre-compact", "--agent", "qwen"],
+    ))
+    .unwrap();
+    assert_eq!(qwen["hookSpecificOutput"]["hookEventName"], "PreCompact");
+    assert_eq!(
+        qwen["hookSpecificOutput"]["additionalContext"].as_str(),
+        Some(pre.trim_end())
+    );
 
     fs::write(
         repo.path().join("memloop.toml"),
         "[memory]\nsession_start = false\n",
     )
     .unwrap();
+    let off = memloop(repo.path(), &["hook", "pre-compact", "--agent", "qwen"]);
+    assert!(off.status.success(), "{}", stderr(&off));
+    assert_eq!(stdout(&off), "", "qwen: switched off, no reminder");
     let off = memloop(repo.path(), &["hook", "session-start", "--agent", "claude"]);
     assert!(off.status.success(), "{}", stderr(&off));
     assert_eq!(stdout(&off), "");

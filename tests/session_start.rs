@@ -81,6 +81,25 @@ const PIECES: &[(&str, &str, &[&str])] = &[
             "startup|resume|clear|compact",
         ],
     ),
+    (
+        "gemini",
+        ".gemini/settings.json",
+        &[
+            "\"SessionStart\"",
+            "memloop hook session-start --agent gemini",
+            "memloop-session-start",
+        ],
+    ),
+    (
+        "qwen",
+        ".qwen/settings.json",
+        &[
+            "\"SessionStart\"",
+            "memloop hook session-start --agent qwen",
+            "\"PreCompact\"",
+            "memloop hook pre-compact --agent qwen",
+        ],
+    ),
 ];
 
 #[test]

@@ -6,7 +6,12 @@
 //! - idempotent: a second `memloop upgrade` finds nothing and changes nothing;
 //! - already applied: `memloop upgrade` on a fresh copy of `out/` finds nothing;
 //! - sync agrees (unless `sync_agrees = false`): `memloop sync` afterwards leaves every file the
-//!   upgrade wrote as it is (it may add files of its own), so the two never undo each other.
+//!   upgrade wrote as it is (it may add files of its own), so the two never undo each other;
+//! - doctor is clean: in a fresh copy of `in/`, after the upgrade and what completes the install
+//!   (`memloop sync`, `memloop trust --yes`, every agent installed), `memloop doctor` reports no
+//!   error, so nothing a migration found is left for doctor to complain about. An error upgrade
+//!   cannot fix (a user's entry it must not guess at) is named in `doctor_errors`, and must then
+//!   be reported.
 //!
 //! (tests/cases.rs does not fit: its `in/` trees are pre-memloop states that uninstall must give
 //! back, while an upgrade's `in/` is an older memloop's output, which must not come back.)
@@ -37,6 +42,9 @@ struct CaseFile {
     stderr_contains: Vec<String>,
     #[serde(default = "yes")]
     sync_agrees: bool,
+    /// The ids of the errors `memloop doctor` still reports after the upgrade and sync.
+    #[serde(default)]
+    doctor_errors: Vec<String>,
     /// After the upgrade (and sync), `memloop uninstall --yes` leaves `after-uninstall/`:
     /// memloop's parts go, the user's bytes stay, and no older memloop's output comes back.
     #[serde(default)]
@@ -167,11 +175,7 @@ fn run_case(case: &Path) -> Vec<String> {
     }
 
     if spec.sync_agrees && has_out {
-        let mut sync = vec!["sync".to_owned()];
-        if spec.args.iter().any(|a| a == "--user-scope") {
-            sync.push("--user-scope".into());
-        }
-        let out = sandbox.run(&sync);
+        let out = sandbox.run(&sync_args(&spec));
         if !out.status.success() {
             let (stdout, stderr) = output_text(&out);
             failures.push(format!(
@@ -202,6 +206,7 @@ fn run_case(case: &Path) -> Vec<String> {
             }
         }
     }
+    doctor_is_clean(case, &spec, &mut failures);
     if spec.uninstall {
         let out = sandbox.run(&["uninstall".into(), "--yes".into()]);
         if !out.status.success() {
@@ -234,20 +239,120 @@ fn run_case(case: &Path) -> Vec<String> {
     failures
 }
 
-/// Every migration id has at least one case that applies it (named in `stdout_contains`).
+/// `memloop sync`, with the user scope when the upgrade had it.
+fn sync_args(spec: &CaseFile) -> Vec<String> {
+    let mut sync = vec!["sync".to_owned()];
+    if spec.args.iter().any(|a| a == "--user-scope") {
+        sync.push("--user-scope".into());
+    }
+    sync
+}
+
+/// What the agents' programs answer to `--version` at the versions the e2e pins
+/// (xtask/src/e2e/tools.rs, AGENTS).
+const CURRENT_AGENTS: [(&str, &str); 7] = [
+    ("claude", "2.1.332 (Claude Code)"),
+    ("opencode", "1.18.33"),
+    ("kimi", "2.1.0"),
+    ("codex", "codex-cli 0.171.0"),
+    ("gemini", "0.61.0"),
+    ("qwen", "0.24.4"),
+    ("copilot", "GitHub Copilot CLI 1.0.102."),
+];
+
+/// In a fresh copy of the case's `in/`: the upgrade, then what completes the install (`memloop
+/// sync`, `memloop trust --yes`), then `memloop doctor` reports exactly the errors the case
+/// names in `doctor_errors`.
+fn doctor_is_clean(case: &Path, spec: &CaseFile, failures: &mut Vec<String>) {
+    let sandbox = Sandbox::new(&case.join("in"), &case.join("in"));
+    // Doctor checks that the hooks' `memloop` is on PATH: the one under test is. It reads an
+    // agent's user files only when the agent is installed: one the case has no program for is
+    // added after the upgrade, at a current version, which is what upgrade assumed for it (a
+    // missing agent counts as the newest for every migration but opencode-v2-config, which
+    // then does not apply on 1.x).
+    let mut steps = vec![spec.args.clone()];
+    steps.push(sync_args(spec));
+    steps.push(vec!["trust".into(), "--yes".into()]);
+    for (index, args) in steps.iter().enumerate() {
+        if index == 1 {
+            std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_memloop"), sandbox.bin.join("memloop"))
+                .unwrap();
+            for (program, version) in CURRENT_AGENTS {
+                let path = sandbox.bin.join(program);
+                if !path.exists() {
+                    use std::os::unix::fs::PermissionsExt;
+                    std::fs::write(&path, format!("#!/bin/sh\necho '{version}'\n")).unwrap();
+                    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+                        .unwrap();
+                }
+            }
+        }
+        let out = sandbox.run(args);
+        if !out.status.success() {
+            let (stdout, stderr) = output_text(&out);
+            failures.push(format!(
+                "`memloop {}` on the way to doctor failed:\nstdout:\n{stdout}\nstderr:\n{stderr}",
+                args.join(" ")
+            ));
+            return;
+        }
+    }
+    let out = sandbox.run(&["doctor".into(), "--format".into(), "json".into()]);
+    let report: serde_json::Value = match serde_json::from_slice(&out.stdout) {
+        Ok(report) => report,
+        Err(err) => {
+            let (stdout, stderr) = output_text(&out);
+            failures.push(format!(
+                "doctor after the upgrade gave no JSON report ({err}):\nstdout:\n{stdout}\nstderr:\n{stderr}"
+            ));
+            return;
+        }
+    };
+    let errors: Vec<&serde_json::Value> = report["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| f["severity"] == "error")
+        .collect();
+    for error in &errors {
+        let id = error["id"].as_str().unwrap_or_default();
+        if !spec.doctor_errors.iter().any(|e| e == id) {
+            failures.push(format!(
+                "doctor reports an error after the upgrade, sync and trust: {id} {}: {}",
+                error["file"], error["message"]
+            ));
+        }
+    }
+    for id in &spec.doctor_errors {
+        if !errors.iter().any(|e| e["id"] == id.as_str()) {
+            failures.push(format!(
+                "doctor_errors names {id}, but doctor no longer reports it after the upgrade: remove it from case.toml"
+            ));
+        }
+    }
+}
+
+/// Every migration id has at least one case that applies it (named in `stdout_contains`) and
+/// writes, so the doctor-is-clean step has run after it.
 fn every_migration_has_a_case_that_applies_it() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/upgrade");
-    let mut specs = String::new();
+    let mut specs = Vec::new();
     for entry in std::fs::read_dir(&root).unwrap() {
         let path = entry.unwrap().path();
-        if path.join("out").exists() {
-            specs.push_str(&std::fs::read_to_string(path.join("case.toml")).unwrap());
+        if !path.join("out").exists() {
+            continue;
+        }
+        let spec: CaseFile =
+            toml_edit::de::from_str(&std::fs::read_to_string(path.join("case.toml")).unwrap())
+                .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+        if spec.status == 0 && !spec.args.iter().any(|a| a == "--dry-run") {
+            specs.push(spec.stdout_contains.join("\n"));
         }
     }
     for migration in memloop::agents::migrations() {
         assert!(
-            specs.contains(&format!("\"{}\"", migration.id)),
-            "no case in tests/upgrade/ applies {}",
+            specs.iter().any(|s| s.lines().any(|l| l == migration.id)),
+            "no case in tests/upgrade/ applies {} (and writes, so doctor runs after it)",
             migration.id
         );
     }

@@ -65,6 +65,7 @@ pub fn run(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
     };
     if plan.applied.is_empty() && plan.held.is_empty() {
         println!("{verb}: nothing to upgrade in {}", repo.root.display());
+        print_notes(&plan.notes);
         return Ok(ExitCode::SUCCESS);
     }
     println!("{verb}: {}", repo.root.display());
@@ -78,6 +79,7 @@ pub fn run(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
             held.files.join(", ")
         );
     }
+    print_notes(&plan.notes);
     let changes = plan.files.changes();
     let code = if plan.held.is_empty() {
         ExitCode::SUCCESS
@@ -100,11 +102,13 @@ pub fn run(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
     // Files memloop did not record on this machine held an older memloop's output, not the
     // user's original: forget them again, so uninstall removes memloop's part surgically
     // instead of bringing the old output back (or record the original a migration knows).
-    // A file that did not exist stays recorded as created by memloop.
+    // A file that did not exist stays recorded as created by memloop, unless a migration put
+    // the user's own content in it (hooks carried over), which is then its original.
     let unrecorded: Vec<(PathBuf, Option<Content>)> = changes
         .iter()
-        .filter(|(c, _, _)| {
-            repo.state.original(&c.write_path).is_none() && c.before != Content::Missing
+        .filter(|(c, _, original)| {
+            repo.state.original(&c.write_path).is_none()
+                && (c.before != Content::Missing || original.is_some())
         })
         .map(|(c, _, original)| (c.write_path.clone(), original.clone()))
         .collect();
@@ -140,6 +144,13 @@ pub fn run(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(code)
+}
+
+/// What the migrations leave alone on purpose, each with what to do instead.
+fn print_notes(notes: &[String]) {
+    for note in notes {
+        println!("  left as it is: {note}");
+    }
 }
 
 fn print_migration(applied: &Applied) {

@@ -18,7 +18,7 @@
 //!   `plugin-origins`, `plugin-file`, `gate-duplicate`
 //! - kimi: `config-toml`, `hooks`, `hooks-home`, `trust`, `transport`, `mcp-json`,
 //!   `agents-md-size`
-//! - gemini: `context-file`, `hooks`, `server-name`, `trust`
+//! - gemini: `context-file`, `hooks`, `server-name`, `trust`, `session-start`
 
 pub mod drift;
 pub mod finding;

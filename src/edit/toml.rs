@@ -220,6 +220,53 @@ impl TomlDoc {
         crate::position::line_col(&self.source, start)
     }
 
+    /// Adds `entry` at the end of the array `key` (created as `[[key]]` tables), in the form the
+    /// array already has, leaving every entry there as it is; `comment` (lines without `#`) goes
+    /// above a new `[[key]]` table.
+    pub fn push_entry(&mut self, key: &str, entry: &Entry, comment: &str) -> Result<(), Refusal> {
+        let was_empty = self.doc.as_table().is_empty();
+        let mut table = entry_table(entry);
+        let prefix: String = comment.lines().map(|line| format!("# {line}\n")).collect();
+        table.decor_mut().set_prefix(if was_empty {
+            prefix
+        } else {
+            format!("\n{prefix}")
+        });
+        match self.doc.get_mut(key) {
+            None => {
+                let mut tables = ArrayOfTables::new();
+                tables.push(table);
+                self.doc.insert(key, Item::ArrayOfTables(tables));
+            }
+            Some(Item::ArrayOfTables(tables)) => tables.push(table),
+            Some(Item::Value(Value::Array(array))) => {
+                // On the line after the last entry, indented like it (its prefix may also
+                // hold the comment after the previous entry, which stays where it is).
+                let indent = array
+                    .iter()
+                    .last()
+                    .and_then(|last| last.decor().prefix())
+                    .and_then(|p| p.as_str())
+                    .and_then(|p| p.rfind('\n').map(|at| p[at..].to_owned()))
+                    .unwrap_or_else(|| " ".to_owned());
+                let mut value = Value::InlineTable(entry_inline(entry));
+                value.decor_mut().set_prefix(indent);
+                array.push_formatted(value);
+            }
+            Some(_) => {
+                let (line, col) = self.key_position(key);
+                return Err(Refusal::at(
+                    &self.display,
+                    line,
+                    col,
+                    format!("`{key}` is neither a [[{key}]] table list nor an array"),
+                    format!("write each entry as its own [[{key}]] table, then run memloop again"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Removes every entry with `entry`'s identity; drops the key when it is left empty and
     /// `drop_empty` holds (memloop created it).
     pub fn remove_entry(&mut self, key: &str, entry: &Entry, drop_empty: bool) {
@@ -490,6 +537,38 @@ fn sync_table(table: &mut Table, entry: &Entry) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pushed_entry_joins_the_array_in_its_form_and_leaves_the_rest() {
+        let guard = Entry {
+            fields: vec![
+                ("event".into(), EntryValue::String("PreToolUse".into())),
+                ("command".into(), EntryValue::String("g".into())),
+            ],
+            identity: ("command".into(), "g".into()),
+        };
+        let tables =
+            "# top\n[[hooks]]\nevent = \"Stop\"\ncommand = \"g\" # same command\n\n[x]\ny = 1\n";
+        let mut doc = TomlDoc::parse(tables, "c.toml").unwrap();
+        doc.push_entry("hooks", &guard, "carried").unwrap();
+        assert_eq!(
+            doc.to_text(),
+            "# top\n[[hooks]]\nevent = \"Stop\"\ncommand = \"g\" # same command\n\n# carried\n[[hooks]]\nevent = \"PreToolUse\"\ncommand = \"g\"\n\n[x]\ny = 1\n"
+        );
+        let inline = "hooks = [\n  { event = \"Stop\", command = \"s\" }, # mine\n  { event = \"Stop\", command = \"t\" },\n]\n";
+        let mut doc = TomlDoc::parse(inline, "c.toml").unwrap();
+        doc.push_entry("hooks", &guard, "carried").unwrap();
+        assert_eq!(
+            doc.to_text(),
+            "hooks = [\n  { event = \"Stop\", command = \"s\" }, # mine\n  { event = \"Stop\", command = \"t\" },\n  { event = \"PreToolUse\", command = \"g\" },\n]\n"
+        );
+        let mut doc = TomlDoc::parse("", "c.toml").unwrap();
+        doc.push_entry("hooks", &guard, "").unwrap();
+        assert_eq!(
+            doc.to_text(),
+            "[[hooks]]\nevent = \"PreToolUse\"\ncommand = \"g\"\n"
+        );
+    }
 
     fn stop_hook() -> Entry {
         Entry {

@@ -165,6 +165,36 @@ pub struct Session {
     pub active: bool,
 }
 
+/// What a reader of a session log does with one Stop: load `session_id`'s state, fold in what
+/// `read` finds in `log` (resolved against the working directory) and hand both back with what
+/// `read` returned. A failed read on the retry after a block (`active`) lets the stop through
+/// (`None`), whatever became of the log; any other failure is the gate's own.
+pub fn read_session<T>(
+    store: &Store,
+    reading: &Reading,
+    session_id: &str,
+    log: &Path,
+    active: bool,
+    read: impl FnOnce(&mut State, &Path) -> anyhow::Result<T>,
+) -> anyhow::Result<Option<(Session, T)>> {
+    let (mut state, slot) = store.load(reading.agent, session_id)?;
+    let read = std::path::absolute(log)
+        .with_context(|| format!("cannot resolve {}", log.display()))
+        .and_then(|log| read(&mut state, &log));
+    match read {
+        Err(_) if active => Ok(None),
+        Err(err) => Err(err),
+        Ok(found) => Ok(Some((
+            Session {
+                slot,
+                state,
+                active,
+            },
+            found,
+        ))),
+    }
+}
+
 fn parse_agent(arg: &AgentArg) -> anyhow::Result<AgentId> {
     if let Some(extra) = arg.rest.first() {
         bail!("unexpected argument {extra:?}; usage: memloop hook stop --agent <AGENT>");

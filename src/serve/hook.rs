@@ -2,9 +2,13 @@
 //! index, or the lookup rule alone) in the form the agent's start hook reads.
 //!
 //! ```text
-//! --agent claude, codex  {"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"..."}}
-//! --agent <other>     the text itself (kimi, opencode, text)
+//! --agent claude, codex, gemini, qwen  {"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"..."}}
+//! --agent <other>                    the text itself (kimi, opencode, text)
 //! ```
+//!
+//! `memloop hook pre-compact` prints the reminder as plain text, except for Qwen Code, which
+//! takes a PreCompact hook's words to the summary only as `hookSpecificOutput.additionalContext`
+//! (plain stdout of that event is shown to the user alone).
 //!
 //! With `--agent kimi` (run on every prompt, Kimi's only event that reaches the model) and a
 //! `session_id` in the input, the text is printed on a session's first prompt and the first
@@ -30,11 +34,11 @@ use crate::config::Config;
 
 const INPUT_WAIT: Duration = Duration::from_millis(500);
 const MAX_INPUT: u64 = 1 << 20;
-const AGENTS: &str = "claude, codex, kimi, opencode or text";
+const AGENTS: &str = "claude, codex, gemini, kimi, opencode, qwen or text";
 
 #[derive(Debug, clap::Args)]
 pub struct SessionStartArgs {
-    /// The agent calling: claude, codex (SessionStart JSON), or kimi, opencode, text (plain text).
+    /// The agent calling: claude, codex, gemini, qwen (hook JSON), or kimi, opencode, text (plain text).
     // A value-less `--agent` is reported by the hook itself: clap's usage errors exit 2.
     #[arg(long, value_name = "AGENT", num_args = 0..=1, default_missing_value = "")]
     agent: Option<String>,
@@ -44,7 +48,10 @@ pub struct SessionStartArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Form {
+    /// `hookSpecificOutput.additionalContext` for the start hook, plain text before a compaction.
     ClaudeJson,
+    /// `hookSpecificOutput.additionalContext` for both events (Qwen Code).
+    HookJson,
     Text,
 }
 
@@ -91,8 +98,9 @@ fn session_start(args: &SessionStartArgs, event: Event) -> anyhow::Result<()> {
         bail!("unexpected argument {extra:?}; usage: memloop hook session-start --agent <AGENT>");
     }
     let form = match args.agent.as_deref() {
-        // Codex reads the same SessionStart JSON as Claude Code (hookSpecificOutput).
-        Some("claude" | "codex") => Form::ClaudeJson,
+        // Codex and Gemini CLI read the same SessionStart JSON as Claude Code (hookSpecificOutput).
+        Some("claude" | "codex" | "gemini") => Form::ClaudeJson,
+        Some("qwen") => Form::HookJson,
         Some("kimi" | "opencode" | "text") => Form::Text,
         Some("") | None => bail!("missing --agent; use --agent {AGENTS}"),
         Some(other) => bail!("unknown agent {other:?}; use --agent {AGENTS}"),
@@ -103,11 +111,13 @@ fn session_start(args: &SessionStartArgs, event: Event) -> anyhow::Result<()> {
     let root = super::repository(given, input_cwd()).map_err(anyhow::Error::msg)?;
     let config = Config::load(&root)?.unwrap_or_default();
     if event == Event::PreCompact {
-        // Plain text for every agent: Claude Code reads it as the summary's instructions.
-        return if config.memory.session_start {
-            print(&format!("{PRE_COMPACT}\n"))
-        } else {
-            Ok(())
+        if !config.memory.session_start {
+            return Ok(());
+        }
+        // Claude Code reads plain text as the summary's instructions; Qwen Code only the JSON.
+        return match form {
+            Form::HookJson => print(&hook_json("PreCompact", PRE_COMPACT)),
+            Form::ClaudeJson | Form::Text => print(&format!("{PRE_COMPACT}\n")),
         };
     }
     let session = session_text(&root, &config)?;
@@ -116,13 +126,7 @@ fn session_start(args: &SessionStartArgs, event: Event) -> anyhow::Result<()> {
     }
     let out = match form {
         Form::Text => session.text,
-        Form::ClaudeJson => {
-            let answer = json!({"hookSpecificOutput": {
-                "hookEventName": "SessionStart",
-                "additionalContext": session.text,
-            }});
-            format!("{answer}\n")
-        }
+        Form::ClaudeJson | Form::HookJson => hook_json("SessionStart", &session.text),
     };
     print(&out)
 }
@@ -146,6 +150,14 @@ fn kimi(args: &SessionStartArgs, event: Event) -> anyhow::Result<()> {
             Some(claim) => session_start(args, event).inspect_err(|_| claim.give_back()),
         },
     }
+}
+
+fn hook_json(event: &str, text: &str) -> String {
+    let answer = json!({"hookSpecificOutput": {
+        "hookEventName": event,
+        "additionalContext": text,
+    }});
+    format!("{answer}\n")
 }
 
 fn print(out: &str) -> anyhow::Result<()> {

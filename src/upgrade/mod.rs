@@ -38,6 +38,9 @@ pub struct Env<'a> {
     pub installed: &'a dyn Fn(Product) -> Option<Installed>,
     /// Whether symlinks can be made in the repository.
     pub symlinks: bool,
+    /// What migrations saw and leave alone on purpose (a user's entry they cannot rewrite
+    /// safely), each with what the user can do; said once even when found twice.
+    pub notes: std::cell::RefCell<Vec<String>>,
 }
 
 /// A migration that applies, with what it found and the files it changes.
@@ -56,6 +59,8 @@ pub struct Plan {
     /// Apply, but change files outside the repository and have no consent: not applied.
     pub held: Vec<Applied>,
     pub files: Files,
+    /// What migrations left alone on purpose (`Env::note`).
+    pub notes: Vec<String>,
 }
 
 /// Runs every one of `migrations` that applies here, in their order. Unparsable files are
@@ -99,6 +104,7 @@ pub fn plan(env: &Env, migrations: &[&Migration]) -> Result<Plan, PlanError> {
             applied,
             held,
             files,
+            notes: env.notes.borrow().clone(),
         })
     } else {
         Err(PlanError::Refused(refusals))
@@ -137,6 +143,15 @@ fn run_one(
 }
 
 impl<'a> Env<'a> {
+    /// Tells the user about something a migration leaves alone on purpose (`note` names the
+    /// file and what to do instead).
+    pub fn note(&self, note: String) {
+        let mut notes = self.notes.borrow_mut();
+        if !notes.contains(&note) {
+            notes.push(note);
+        }
+    }
+
     /// The environment of `repo` on this machine; `user_scope` allows rewriting the agents' user
     /// config outside the repository (also when consent was given before).
     pub fn new(
@@ -149,6 +164,7 @@ impl<'a> Env<'a> {
             symlinks: instructions::symlinks_work(&repo.root),
             ctx,
             installed,
+            notes: Default::default(),
         })
     }
 }
@@ -225,6 +241,7 @@ pub(crate) mod tests {
             },
             installed: &|_| None,
             symlinks: true,
+            notes: Default::default(),
         }
     }
 

@@ -66,13 +66,23 @@ pub fn make_fifo(path: &Path) {
     assert!(status.success(), "mkfifo {} failed", path.display());
 }
 
-/// Expected trees hold this line instead of the OpenCode plugin, which has tests of its own.
+/// Trees hold this line instead of the OpenCode plugin, which has tests of its own.
 pub const PLUGIN_MARKER: &[u8] = b"[the OpenCode gate plugin from assets/]\n";
 
 pub fn expand_plugin(tree: &mut Tree) {
     for entry in tree.values_mut() {
         if matches!(entry, Entry::File(bytes) if bytes == PLUGIN_MARKER) {
             *entry = Entry::File(memloop::gate::OPENCODE_PLUGIN.as_bytes().to_vec());
+        }
+    }
+}
+
+/// Writes the current plugin over every marker file under `dir`: an `in/` tree that starts from
+/// memloop's own plugin holds the marker, so it never goes stale when the plugin changes.
+pub fn write_plugin(dir: &Path) {
+    for (rel, entry) in snapshot(dir) {
+        if entry == Entry::File(PLUGIN_MARKER.to_vec()) {
+            std::fs::write(dir.join(rel), memloop::gate::OPENCODE_PLUGIN).unwrap();
         }
     }
 }
@@ -224,6 +234,8 @@ impl Sandbox {
         );
         copy_tree(&from.join("repo"), &repo);
         copy_tree(&from.join("home"), &home);
+        write_plugin(&repo);
+        write_plugin(&home);
         spell_repo(&home, &repo);
         copy_tree(&bin_from.join("bin"), &bin);
         std::fs::create_dir_all(repo.join(".git")).unwrap();

@@ -1,11 +1,12 @@
 //! `cargo xtask e2e [scenario|group ...] [--latest] [--versions AGENT=VERSION,...] [--repeat N]
-//! [--keep] [--hand-written] [--memloop PATH] [--list]`
+//! [--keep] [--hand-written] [--memloop PATH] [--shared-network] [--list]`
 //! (CI: `cargo xtask e2e`; the first run fills the tool cache from the npm registry).
 //!
 //! Drives the pinned real agents (or the registry's newest with `--latest`, or given versions) (Claude Code, OpenCode, Kimi Code, Codex, Gemini CLI, Qwen Code; installed from npm into a
 //! cache on first use) against what memloop installs, each scenario in a throw-away git repo with
 //! its own HOME and config dirs, and each model a scripted fake on 127.0.0.1. Nothing in a test
-//! talks to any other address. A scenario passes, fails, or is MISSING a memloop command it
+//! talks to any other address, and the kernel holds everyone to it: the scenarios run in a network
+//! namespace where only loopback is up (`netns`). A scenario passes, fails, or is MISSING a memloop command it
 //! needs (which also fails the run).
 
 mod agents;
@@ -22,6 +23,7 @@ mod gate;
 mod gemini_memloop;
 pub mod http;
 mod memloop;
+mod netns;
 pub mod proc;
 mod qwen;
 mod sandbox;
@@ -135,6 +137,11 @@ const SCENARIOS: &[Scenario] = &[
         run: gate::claude,
     },
     Scenario {
+        name: "gate-claude-unknown-keys",
+        about: "as gate-claude with unknown keys in memloop's Stop group and handler: Claude Code ignores them and the gate still runs",
+        run: gate::claude_unknown_keys,
+    },
+    Scenario {
         name: "gate-opencode",
         about: "OpenCode (serve) edits, the plugin sends it back, it stores over MCP, then idles",
         run: gate::opencode,
@@ -246,8 +253,18 @@ const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "session-start-codex",
-        about: "a stored note is in the first request `codex exec` sends (memloop's SessionStart hook, trusted by the hash memloop wrote, per hooks/list)",
+        about: "a stored note is in the first request `codex exec` sends (memloop's SessionStart hook, trusted by the hash memloop wrote, per hooks/list), and again in the first request after an auto-compaction mid-turn",
         run: codex_memloop::session_start,
+    },
+    Scenario {
+        name: "session-start-gemini",
+        about: "a stored note is in the first request `gemini -p` sends (memloop's SessionStart hook, additionalContext put before the prompt in <hook_context>)",
+        run: gemini_memloop::session_start,
+    },
+    Scenario {
+        name: "session-start-qwen",
+        about: "a stored note is in the system instruction of Qwen's first request (SessionStart additionalContext); /compress carries the PreCompact reminder to the summary, SessionStart runs with source compact, and the next request holds the index again",
+        run: session_start::qwen,
     },
     // Probes of Codex itself with hand-written files (the facts the adapter rests on, such as a
     // stale hash reported as modified and a hook blocking with exit 2); xtask/src/e2e/codex.rs.
@@ -276,7 +293,7 @@ const SCENARIOS: &[Scenario] = &[
 const USAGE: &str =
     "usage: cargo xtask e2e [SCENARIO|GROUP ...] [--latest] [--versions AGENT=VERSION,...]
                       [--keep] [--hand-written] [--memloop PATH] [--repeat N] [--timeout SECS]
-                      [--model-latency-ms MS] [--list]
+                      [--model-latency-ms MS] [--shared-network] [--list]
 
   SCENARIO    a name from --list; GROUP selects several: config, connected, gate, remote, or an
               agent key (claude, opencode, kimi, codex, ...) (no names: run everything)
@@ -296,13 +313,19 @@ const USAGE: &str =
   --timeout SECS    per agent command (default 60; gate runs get 4x)
   --model-latency-ms MS  how long each fake model reply takes (default 0: the gate must keep up
                     with Claude Code running the Stop hook before its transcript is complete)
+  --shared-network  run the scenarios on this machine's network instead of a network namespace
+                    where only loopback is up (the default, where the kernel allows one)
   --list            list the scenarios
 
 env: MEMLOOP_E2E_CACHE overrides the tool cache (default ${XDG_CACHE_HOME:-~/.cache}/memloop-e2e)";
 
 pub fn run(args: &[String]) -> Result<()> {
+    if args.first().map(String::as_str) == Some(netns::PROBE_ARG) {
+        netns::probe();
+    }
     let mut selected = Vec::new();
     let mut keep = false;
+    let mut shared_network = false;
     let mut hand_written = false;
     let mut memloop_bin = None;
     let mut timeout = Duration::from_secs(60);
@@ -314,6 +337,7 @@ pub fn run(args: &[String]) -> Result<()> {
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--keep" => keep = true,
+            "--shared-network" => shared_network = true,
             "--latest" => latest = true,
             "--versions" => {
                 let spec = it
@@ -395,6 +419,20 @@ pub fn run(args: &[String]) -> Result<()> {
             .with_context(|| format!("--memloop {}", p.display()))?,
         None => memloop::build()?,
     };
+    if shared_network {
+        println!("e2e: --shared-network: the scenarios share this machine's network");
+    } else {
+        // A failure on a moved agent is run again on the pins, from inside the namespace.
+        tools::ensure(&versions::VersionSet::pinned())?;
+        match netns::enter().map_err(|err| anyhow::anyhow!("e2e: network namespace: {err}"))? {
+            netns::Isolation::Loopback => {
+                println!("e2e: in a network namespace of its own: only 127.0.0.1 is reachable")
+            }
+            netns::Isolation::Unavailable(why) => println!(
+                "e2e: no network namespace ({why}); loopback only is not enforced in this run"
+            ),
+        }
+    }
     let mut ctx = Ctx {
         tools,
         memloop,

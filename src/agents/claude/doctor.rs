@@ -85,7 +85,8 @@ const TOOL_EVENTS: &[&str] = &[
     "PermissionDenied",
 ];
 
-/// Fields each handler type requires, and the fields it may have.
+/// Fields each handler type requires, and the fields it may have (the handler schemas of
+/// Claude Code 2.1.332; a key outside them is ignored, not an error: gate-claude-unknown-keys).
 fn handler_fields(kind: &str) -> Option<(&'static [&'static str], &'static [&'static str])> {
     Some(match kind {
         "command" => (
@@ -101,6 +102,11 @@ fn handler_fields(kind: &str) -> Option<(&'static [&'static str], &'static [&'st
                 "statusMessage",
                 "args",
                 "once",
+                "onFailure",
+                "holdsTools",
+                "rewakeMessage",
+                "rewakeSummary",
+                "cloud",
             ],
         ),
         "http" => (
@@ -114,6 +120,8 @@ fn handler_fields(kind: &str) -> Option<(&'static [&'static str], &'static [&'st
                 "if",
                 "statusMessage",
                 "once",
+                "onFailure",
+                "cloud",
             ],
         ),
         "mcp_tool" => (
@@ -127,9 +135,23 @@ fn handler_fields(kind: &str) -> Option<(&'static [&'static str], &'static [&'st
                 "if",
                 "statusMessage",
                 "once",
+                "onFailure",
             ],
         ),
-        "prompt" | "agent" => (
+        "prompt" => (
+            &["prompt"],
+            &[
+                "type",
+                "prompt",
+                "model",
+                "timeout",
+                "if",
+                "statusMessage",
+                "once",
+                "continueOnBlock",
+            ],
+        ),
+        "agent" => (
             &["prompt"],
             &[
                 "type",
@@ -302,11 +324,19 @@ fn hooks(d: &mut Doctor, agent: &Agent, file: &JsonFile) {
                     "write the matcher as a string, e.g. \"Edit|Write\"",
                 );
             }
-            for key in group.keys().filter(|k| *k != "matcher" && *k != "hooks") {
-                bad(
-                    d,
-                    format!(" has the unknown key `{key}`"),
-                    "remove the key; a group holds only `matcher` and `hooks`",
+            let ignored: Vec<&String> = group
+                .keys()
+                .filter(|k| *k != "matcher" && *k != "hooks")
+                .collect();
+            for key in &ignored {
+                d.push(
+                    Finding::warning(
+                        AGENT,
+                        "hooks-schema",
+                        format!("{here} has the unknown key `{key}`: Claude Code ignores it"),
+                    )
+                    .at(&display, line)
+                    .fix("remove the key, or fix its spelling; a group holds only `matcher` and `hooks`"),
                 );
             }
             let Some(handlers) = group.get("hooks").and_then(Value::as_array) else {
@@ -389,13 +419,18 @@ fn hooks(d: &mut Doctor, agent: &Agent, file: &JsonFile) {
                     );
                 }
                 for key in handler.keys().filter(|k| !allowed.contains(&k.as_str())) {
-                    wrong(
-                        d,
-                        format!(" has the unknown key `{key}`"),
-                        format!(
-                            "remove `{key}`; a {kind_name} handler takes {}",
+                    problems += 1;
+                    d.push(
+                        Finding::warning(
+                            AGENT,
+                            "hooks-schema",
+                            format!("{there} has the unknown key `{key}`: Claude Code ignores it"),
+                        )
+                        .at(&display, hline)
+                        .fix(format!(
+                            "remove `{key}`, or fix its spelling; a {kind_name} handler takes {}",
                             allowed.join(", ")
-                        ),
+                        )),
                     );
                 }
                 if handler.contains_key("if") && !TOOL_EVENTS.contains(&event.as_str()) {
@@ -411,6 +446,7 @@ fn hooks(d: &mut Doctor, agent: &Agent, file: &JsonFile) {
                     );
                 }
             }
+            problems += ignored.len();
         }
     }
     if problems == 0 {

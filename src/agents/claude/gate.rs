@@ -31,7 +31,7 @@ use serde_json::Value;
 use crate::gate::jsonl::{self, Cursor};
 use crate::gate::rules::ToolSets;
 use crate::gate::state::{self, State, Store};
-use crate::gate::{Reader, Reading, Session};
+use crate::gate::{Reader, Reading, Session, read_session};
 
 /// What the gate takes from Claude Code's Stop input.
 /// Claude Code's shell tool. What it changes in the worktree is counted at the check
@@ -370,49 +370,41 @@ impl Reader for super::Claude {
         reading: &Reading,
     ) -> anyhow::Result<Option<Session>> {
         let input = parse_input(input)?;
-        let (mut state, slot) = store.load(reading.agent, &input.session_id)?;
         // The retry after a block is allowed whatever the transcript says: no wait for it.
         let last = match input.stop_hook_active {
             true => None,
             false => input.last_message.as_deref(),
         };
-        let read = std::path::absolute(&input.transcript)
-            .with_context(|| format!("cannot resolve {}", input.transcript.display()))
-            .and_then(|transcript| {
-                collect(
-                    &mut state,
-                    &transcript,
-                    reading.tools,
-                    last,
-                    TRANSCRIPT_WAIT,
-                )
-            });
-        match read {
-            // The retry after a block is let through, whatever became of the transcript.
-            Err(_) if input.stop_hook_active => return Ok(None),
-            Err(err) => return Err(err),
-            Ok(Caught::Up { waited }) if waited.is_zero() => {}
-            Ok(Caught::Up { waited }) => store.debug(&format!(
+        let Some((session, caught)) = read_session(
+            store,
+            reading,
+            &input.session_id,
+            &input.transcript,
+            input.stop_hook_active,
+            |state, transcript| collect(state, transcript, reading.tools, last, TRANSCRIPT_WAIT),
+        )?
+        else {
+            return Ok(None);
+        };
+        match caught {
+            Caught::Up { waited } if waited.is_zero() => {}
+            Caught::Up { waited } => store.debug(&format!(
                 "claude session {}: waited {} ms for {} to show the turn's last assistant message",
                 input.session_id,
                 waited.as_millis(),
                 input.transcript.display()
             )),
-            Ok(Caught::Behind { waited }) => store.debug(&format!(
+            Caught::Behind { waited } => store.debug(&format!(
                 "claude session {}: {} did not show the turn's last assistant message within {} ms; \
                  judged the {} assistant entries and {} tool calls read",
                 input.session_id,
                 input.transcript.display(),
                 waited.as_millis(),
-                state.session.entries,
-                state.session.tool_calls
+                session.state.session.entries,
+                session.state.session.tool_calls
             )),
         }
-        Ok(Some(Session {
-            slot,
-            state,
-            active: input.stop_hook_active,
-        }))
+        Ok(Some(session))
     }
 
     fn shell_tools(&self) -> &'static [&'static str] {

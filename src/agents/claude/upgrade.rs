@@ -108,6 +108,7 @@ fn shape_detect(env: &Env, files: &mut Files) -> Result<Vec<String>, PlanError> 
     let Some((doc, _)) = files.json(&path, Dialect::Strict)? else {
         return Ok(Vec::new());
     };
+    note_foreign_flat_handlers(env, &display, doc.get(&["hooks".to_owned()]));
     let found = match doc.get(&stop_path()) {
         Some(Value::Array(groups)) => groups.iter().filter_map(legacy).collect(),
         Some(other) => legacy(&other).into_iter().collect(),
@@ -117,6 +118,30 @@ fn shape_detect(env: &Env, files: &mut Files) -> Result<Vec<String>, PlanError> 
         .into_iter()
         .map(|why| format!("{display}: hooks.Stop holds `{HOOK_COMMAND}` as {why}"))
         .collect())
+}
+
+/// The user's own hooks written as flat handlers (`{"type", "command"}` with no `hooks` list)
+/// make Claude Code skip the whole file too, memloop's hooks included; they are the user's
+/// to reshape (a flat entry may be meant for another program reading the file).
+fn note_foreign_flat_handlers(env: &Env, display: &str, hooks: Option<Value>) {
+    let Some(Value::Object(events)) = hooks else {
+        return;
+    };
+    for (event, groups) in &events {
+        let Value::Array(groups) = groups else {
+            continue;
+        };
+        for (index, group) in groups.iter().enumerate() {
+            if let Value::Object(map) = group
+                && !map.contains_key("hooks")
+                && map.get("command").is_some_and(|c| !is_our_command(c))
+            {
+                env.note(format!(
+                    "{display}: hooks.{event}[{index}] is a flat handler (no `hooks` list), which makes Claude Code skip the whole file, memloop's hooks included; it is not memloop's, so reshape it by hand to {{\"hooks\": [{{\"type\": \"command\", \"command\": ...}}]}}"
+                ));
+            }
+        }
+    }
 }
 
 fn shape_rewrite(env: &Env, files: &mut Files) -> Result<(), PlanError> {

@@ -1,14 +1,18 @@
 //! Codex's whole files: the project `.codex/config.toml` (`[mcp_servers.*]`, whose
 //! `default_tools_approval_mode` must be one of the four values Codex accepts, else every
-//! command fails), `.codex/hooks.json`, the user config's project trust and hook trust (without
-//! either Codex silently ignores the project's files), `[features] hooks` and its old name, and
+//! command fails), `.codex/hooks.json`, the user config's project trust and the trust of each of
+//! memloop's hooks, Stop and SessionStart (without them Codex silently ignores the project's
+//! files or skips the hook), `[features] hooks` and its old name, and
 //! the size of `AGENTS.md` (Codex reads 32768 bytes of it). Facts: xtask/src/e2e/codex_facts.md.
 
 use std::path::Path;
 
 use toml_edit::{DocumentMut, Item};
 
-use super::{HOOKS_JSON, PROJECT_CONFIG, codex_home, group_index, hook_hash, trusted_root};
+use super::{
+    HOOKS_JSON, PROJECT_CONFIG, SESSION_START_COMMAND, codex_home, group_index, group_index_of,
+    hook_hash, session_start_hash, trusted_root,
+};
 use crate::config::AgentId;
 use crate::doctor::{Doctor, Finding};
 
@@ -286,67 +290,7 @@ fn user_config(d: &mut Doctor, path: &Path, agent: &crate::doctor::Agent) {
     }
     let hooks_json = d.repo.root.join(HOOKS_JSON);
     if hooks_json.exists() {
-        let key = super::trust::hook_state_key(
-            &root.join(HOOKS_JSON),
-            "stop",
-            group_index(&hooks_json),
-            0,
-        );
-        let hash = doc
-            .get("hooks")
-            .and_then(|h| h.get("state"))
-            .and_then(|s| s.get(&key))
-            .and_then(|s| s.get("trusted_hash"))
-            .and_then(Item::as_str);
-        let problem = match hash {
-            None => Some("has no trusted_hash for memloop's Stop hook"),
-            Some(hash) if hash != hook_hash() => Some(
-                "holds a stale trusted_hash for memloop's Stop hook (Codex reports it as modified)",
-            ),
-            Some(_) => None,
-        };
-        if problem.is_none() {
-            d.push(
-                Finding::ok(
-                    AGENT,
-                    "hook-trust",
-                    format!("{shown} trusts memloop's Stop hook by its current hash"),
-                )
-                .file(shown.clone()),
-            );
-        }
-        let prefix = format!("{}:stop:", root.join(HOOKS_JSON).display());
-        let left: Vec<String> = doc
-            .get("hooks")
-            .and_then(|h| h.get("state"))
-            .and_then(Item::as_table_like)
-            .into_iter()
-            .flat_map(|states| states.iter())
-            .filter(|(k, v)| {
-                k.starts_with(&prefix)
-                    && *k != key
-                    && v.get("trusted_hash").and_then(Item::as_str) == Some(hook_hash().as_str())
-            })
-            .map(|(k, _)| k.to_owned())
-            .collect();
-        for old in left {
-            let finding = Finding::warning(
-                    AGENT,
-                    "hook-trust-left",
-                    format!("{shown} still trusts memloop's hook at [hooks.state.\"{old}\"], where it no longer is (its group moved in .codex/hooks.json): a hook put there later would run trusted"),
-                )
-                .file(shown.clone());
-            d.push(d.by_trust(finding));
-        }
-        if let Some(problem) = problem {
-            let finding = Finding::error(
-                    AGENT,
-                    "hook-trust",
-                    format!("{shown} {problem} ([hooks.state.\"{key}\"]): Codex skips the hook without a word, so the gate never runs"),
-                )
-                .file(shown.clone());
-            d.push(d.by_trust(finding));
-        }
+        hook_trust(d, path, &doc, &shown, &root);
     }
     let features = doc.get("features").and_then(Item::as_table_like);
     let flag = |name: &str| features.and_then(|f| f.get(name)).and_then(Item::as_bool);
@@ -385,5 +329,95 @@ fn user_config(d: &mut Doctor, path: &Path, agent: &crate::doctor::Agent) {
             .file(shown)
             .fix("run `memloop upgrade --user-scope`, or rename it to `hooks` by hand"),
         );
+    }
+}
+
+/// One of memloop's handlers in `.codex/hooks.json` as Codex trusts it.
+struct Handler {
+    /// As in the finding ("memloop's Stop hook").
+    name: &'static str,
+    /// The `[hooks.state]` key's event label.
+    label: &'static str,
+    group: usize,
+    hash: String,
+    /// What an untrusted one costs.
+    skipped: &'static str,
+}
+
+/// Each handler memloop wants must be trusted under its current key by its current hash, and no
+/// old key may still trust memloop's hash (a hook put there later would run trusted).
+fn hook_trust(d: &mut Doctor, user_config: &Path, doc: &DocumentMut, shown: &str, root: &Path) {
+    let hooks_json = &d.repo.root.join(HOOKS_JSON);
+    let mut handlers = vec![Handler {
+        name: "Stop",
+        label: "stop",
+        group: group_index(hooks_json),
+        hash: hook_hash(),
+        skipped: "the gate never runs",
+    }];
+    if d.ctx.config.memory.session_start {
+        handlers.push(Handler {
+            name: "SessionStart",
+            label: "session_start",
+            group: group_index_of(hooks_json, "SessionStart", SESSION_START_COMMAND),
+            hash: session_start_hash(),
+            skipped: "sessions start without the memory index",
+        });
+    }
+    let states = doc
+        .get("hooks")
+        .and_then(|h| h.get("state"))
+        .and_then(Item::as_table_like);
+    let trusted_hash = |key: &str| {
+        states
+            .and_then(|s| s.get(key))
+            .and_then(|s| s.get("trusted_hash"))
+            .and_then(Item::as_str)
+    };
+    let current: Vec<(&str, usize, String)> = handlers
+        .iter()
+        .map(|h| (h.label, h.group, h.hash.clone()))
+        .collect();
+    let left = super::trust::left_behind(user_config, &root.join(HOOKS_JSON), &current);
+    for handler in &handlers {
+        let key =
+            super::trust::hook_state_key(&root.join(HOOKS_JSON), handler.label, handler.group, 0);
+        let name = handler.name;
+        let problem = match trusted_hash(&key) {
+            None => Some(format!("has no trusted_hash for memloop's {name} hook")),
+            Some(hash) if hash != handler.hash => Some(format!(
+                "holds a stale trusted_hash for memloop's {name} hook (Codex reports it as modified)"
+            )),
+            Some(_) => None,
+        };
+        if problem.is_none() {
+            d.push(
+                Finding::ok(
+                    AGENT,
+                    "hook-trust",
+                    format!("{shown} trusts memloop's {name} hook by its current hash"),
+                )
+                .file(shown),
+            );
+        }
+        let prefix = format!("{}:{}:", root.join(HOOKS_JSON).display(), handler.label);
+        for (old, _) in left.iter().filter(|(k, _)| k.starts_with(&prefix)) {
+            let finding = Finding::warning(
+                    AGENT,
+                    "hook-trust-left",
+                    format!("{shown} still trusts memloop's {name} hook at [hooks.state.\"{old}\"], where it no longer is (its group moved in .codex/hooks.json): a hook put there later would run trusted"),
+                )
+                .file(shown);
+            d.push(d.by_trust(finding));
+        }
+        if let Some(problem) = problem {
+            let finding = Finding::error(
+                    AGENT,
+                    "hook-trust",
+                    format!("{shown} {problem} ([hooks.state.\"{key}\"]): Codex skips the hook without a word, so {}", handler.skipped),
+                )
+                .file(shown);
+            d.push(d.by_trust(finding));
+        }
     }
 }

@@ -21,7 +21,7 @@ use serde_json::Value;
 use crate::gate::jsonl::{self, Cursor};
 use crate::gate::rules::ToolSets;
 use crate::gate::state::{self, State, Store};
-use crate::gate::{Reader, Reading, Session};
+use crate::gate::{Reader, Reading, Session, read_session};
 
 /// Codex's shell tool: edits made through it are not tool calls of their own (the gate's
 /// worktree check counts them).
@@ -130,20 +130,15 @@ impl Reader for super::Codex {
         reading: &Reading,
     ) -> anyhow::Result<Option<Session>> {
         let input = parse_input(input)?;
-        let (mut state, slot) = store.load(reading.agent, &input.session_id)?;
-        let read = std::path::absolute(&input.transcript)
-            .with_context(|| format!("cannot resolve {}", input.transcript.display()))
-            .and_then(|rollout| collect(&mut state, &rollout, reading.tools));
-        match read {
-            // The retry after a block is let through, whatever became of the rollout.
-            Err(_) if input.stop_hook_active => return Ok(None),
-            other => other?,
-        }
-        Ok(Some(Session {
-            slot,
-            state,
-            active: input.stop_hook_active,
-        }))
+        let session = read_session(
+            store,
+            reading,
+            &input.session_id,
+            &input.transcript,
+            input.stop_hook_active,
+            |state, rollout| collect(state, rollout, reading.tools),
+        )?;
+        Ok(session.map(|(session, ())| session))
     }
 
     fn shell_tools(&self) -> &'static [&'static str] {

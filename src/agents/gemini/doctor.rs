@@ -11,7 +11,8 @@ use serde_json::Value;
 
 use super::trust::{self, trusted_folders_path, trusted_root};
 use super::{
-    DEFAULT_CONTEXT_FILE, DIALECT, HOOK_COMMAND, HOOK_NAME, RULES_FILE, SETTINGS, gemini_dir,
+    DEFAULT_CONTEXT_FILE, DIALECT, HOOK_COMMAND, HOOK_NAME, RULES_FILE, SESSION_START_COMMAND,
+    SESSION_START_NAME, SETTINGS, gemini_dir,
 };
 use crate::config::AgentId;
 use crate::doctor::locate::line_containing;
@@ -171,6 +172,7 @@ fn hooks(
                 .any(|n| matches!(n.as_str(), Some(HOOK_NAME | HOOK_COMMAND)))
         });
     let text = std::fs::read_to_string(d.repo.root.join(SETTINGS)).unwrap_or_default();
+    let hooks_run = problem.is_none() && !disabled;
     match problem {
         Some((message, fix)) => d.push(
             Finding::error(AGENT, "hooks", message)
@@ -187,6 +189,36 @@ fn hooks(
             .fix("remove \"memloop\" from hooksConfig.disabled"),
         ),
         None => d.push(Finding::ok(AGENT, "hooks", "this Gemini CLI runs the AfterAgent hook").file(SETTINGS)),
+    }
+    let start_disabled = pointer(project, user, "/hooksConfig/disabled")
+        .and_then(Value::as_array)
+        .is_some_and(|names| {
+            names
+                .iter()
+                .any(|n| matches!(n.as_str(), Some(SESSION_START_NAME | SESSION_START_COMMAND)))
+        });
+    if !d.ctx.config.memory.session_start {
+        return;
+    }
+    if start_disabled {
+        d.push(
+            Finding::warning(
+                AGENT,
+                "session-start",
+                "`hooksConfig.disabled` names memloop's SessionStart hook: sessions start without the memory index",
+            )
+            .at(SETTINGS, line_containing(&text, "disabled"))
+            .fix("remove \"memloop-session-start\" from hooksConfig.disabled, or set [memory] session_start = false in memloop.toml"),
+        );
+    } else if hooks_run {
+        d.push(
+            Finding::ok(
+                AGENT,
+                "session-start",
+                "memloop's SessionStart hook runs: sessions start with the memory index",
+            )
+            .file(SETTINGS),
+        );
     }
 }
 

@@ -31,6 +31,12 @@ pub const HOOK_COMMAND: &str = "memloop hook stop --agent gemini";
 pub const HOOK_NAME: &str = "memloop";
 /// Milliseconds, as Gemini reads `timeout` (its default is 60000).
 pub const HOOK_TIMEOUT_MS: u64 = 30_000;
+/// `memloop hook session-start`: Gemini reads its SessionStart JSON's `additionalContext`.
+pub const SESSION_START_COMMAND: &str = "memloop hook session-start --agent gemini";
+/// Its own name, so `hooksConfig.disabled` can turn it off without the gate.
+pub const SESSION_START_NAME: &str = "memloop-session-start";
+/// Milliseconds: the index is read in a few, the process starts in well under one second.
+pub const SESSION_START_TIMEOUT_MS: u64 = 10_000;
 pub const SETTINGS: &str = ".gemini/settings.json";
 /// How Gemini reads its settings files: comments stripped, then `JSON.parse`.
 pub const DIALECT: Dialect = Dialect::Comments;
@@ -119,6 +125,12 @@ pub fn targets(ctx: &Context) -> Vec<Target> {
                     value: hook_group(),
                     command: HOOK_COMMAND.into(),
                 },
+                Fragment::JsonHookGroup {
+                    path: vec!["hooks".into(), "SessionStart".into()],
+                    value: session_start_group(),
+                    command: SESSION_START_COMMAND.into(),
+                }
+                .wanted_if(ctx.config.memory.session_start),
             ],
         },
         note: None,
@@ -150,6 +162,17 @@ pub fn server_entry(transport: &Transport) -> Value {
 
 pub fn hook_group() -> Value {
     json!({"hooks": [{"name": HOOK_NAME, "type": "command", "command": HOOK_COMMAND, "timeout": HOOK_TIMEOUT_MS}]})
+}
+
+/// No `matcher`: Gemini matches a SessionStart source by equality, and every source it has
+/// (`startup`, `resume`, `clear`) opens a context without the index.
+pub fn session_start_group() -> Value {
+    json!({"hooks": [{
+        "name": SESSION_START_NAME,
+        "type": "command",
+        "command": SESSION_START_COMMAND,
+        "timeout": SESSION_START_TIMEOUT_MS,
+    }]})
 }
 
 #[cfg(test)]

@@ -5,17 +5,72 @@
 //!   only event names), and `hooksConfig.enabled` (0.26 on; on by default from 0.27). From 0.27
 //!   on the old two are dead keys in the project's `.gemini/settings.json`: their value moves to
 //!   `hooksConfig.enabled` (unless that is set already, which then wins), comments kept.
+//! - `gemini-session-start`: a `.gemini/settings.json` an older memloop wrote holds its
+//!   AfterAgent gate but not the SessionStart group that gives each session the memory index;
+//!   it is added, as sync would (unless `[memory] session_start = false`).
 
 use serde_json::Value;
 
-use super::{DIALECT, SETTINGS};
+use super::{DIALECT, HOOK_COMMAND, SESSION_START_COMMAND, SETTINGS, session_start_group};
 use crate::config::AgentId;
 use crate::engine::PlanError;
+use crate::target::is_hook_group_for;
 use crate::upgrade::{Env, Files, Migration};
 use crate::version::{Product, Range, Version};
 
 /// Gemini's migrations, in the order they run.
-pub const MIGRATIONS: &[Migration] = &[HOOKS_SWITCH];
+pub const MIGRATIONS: &[Migration] = &[HOOKS_SWITCH, SESSION_START];
+
+pub const SESSION_START: Migration = Migration {
+    id: "gemini-session-start",
+    agent: Some(AgentId::Gemini),
+    range: Range::Any,
+    about: "memloop's SessionStart hook (the memory index at session start) joins its AfterAgent hook in .gemini/settings.json",
+    detect: session_start_detect,
+    rewrite: session_start_rewrite,
+};
+
+fn holds_group(doc: &Value, event: &str, command: &str) -> bool {
+    doc.pointer(&format!("/hooks/{event}"))
+        .and_then(Value::as_array)
+        .is_some_and(|groups| groups.iter().any(|g| is_hook_group_for(g, command)))
+}
+
+fn session_start_detect(env: &Env, files: &mut Files) -> Result<Vec<String>, PlanError> {
+    if !env.ctx.config.memory.session_start {
+        return Ok(Vec::new());
+    }
+    let settings = env.ctx.root.join(SETTINGS);
+    let Some((doc, _)) = files.json(&settings, DIALECT)? else {
+        return Ok(Vec::new());
+    };
+    let value = doc.value();
+    Ok(
+        if holds_group(&value, "AfterAgent", HOOK_COMMAND)
+            && !holds_group(&value, "SessionStart", SESSION_START_COMMAND)
+        {
+            vec![format!(
+                "{}: memloop's AfterAgent hook without its SessionStart hook (written by an older memloop)",
+                files.display(&settings)
+            )]
+        } else {
+            Vec::new()
+        },
+    )
+}
+
+fn session_start_rewrite(env: &Env, files: &mut Files) -> Result<(), PlanError> {
+    let settings = env.ctx.root.join(SETTINGS);
+    let Some((mut doc, encoding)) = files.json(&settings, DIALECT)? else {
+        return Ok(());
+    };
+    doc.upsert_item(
+        &["hooks".into(), "SessionStart".into()],
+        &session_start_group(),
+        &|group| is_hook_group_for(group, SESSION_START_COMMAND),
+    )?;
+    files.write_text(&settings, &doc.to_text(), encoding)
+}
 
 pub const HOOKS_SWITCH: Migration = Migration {
     id: "gemini-hooks-switch",

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::agents::kimi::upgrade::{TOOL_EVENTS, rename_tools};
 use crate::agents::kimi::{
     KimiFlavor, PRE_COMPACT_COMMAND, SESSION_START_COMMAND, code_home, legacy_home,
 };
@@ -82,12 +83,20 @@ pub fn check(d: &mut Doctor) {
     }
     let root = d.repo.root.clone();
     match flavor {
-        KimiFlavor::Code => mcp_json(
-            d,
-            &root.join(".kimi-code/mcp.json"),
-            ".kimi-code/mcp.json",
-            flavor,
-        ),
+        KimiFlavor::Code => {
+            // The user's file is one of the layers too: one bad entry there drops memloop's.
+            if agent.installed() {
+                let path = code_home(&d.ctx).join("mcp.json");
+                let display = d.ctx.display_user_path(&path);
+                mcp_json(d, &path, &display, flavor);
+            }
+            mcp_json(
+                d,
+                &root.join(".kimi-code/mcp.json"),
+                ".kimi-code/mcp.json",
+                flavor,
+            )
+        }
         KimiFlavor::Legacy if agent.installed() => {
             let path = legacy_home(&d.ctx).join("mcp.json");
             let display = d.ctx.display_user_path(&path);
@@ -273,6 +282,21 @@ fn config_toml(d: &mut Doctor, path: &Path, flavor: KimiFlavor, events: &[&str])
                             ),
                             "use \".*\" to match everything, or leave the matcher out".into(),
                         );
+                    } else if flavor == KimiFlavor::Code
+                        && get("event")
+                            .and_then(|v| v.as_str())
+                            .is_some_and(|e| TOOL_EVENTS.contains(&e))
+                        && rename_tools(pattern) != pattern
+                    {
+                        bad(
+                            d,
+                            true,
+                            format!(
+                                "has the matcher {pattern:?}, naming kimi-cli's tools, which Kimi Code calls {:?}: the hook never fires",
+                                rename_tools(pattern)
+                            ),
+                            "run `memloop upgrade --user-scope` (it renames them), or rename them by hand".into(),
+                        );
                     }
                 }
                 None => bad(
@@ -351,8 +375,11 @@ pub fn invalid_regex(pattern: &str) -> Option<String> {
     }
 }
 
-/// Hooks in the folder the installed Kimi does not read.
+/// Hooks in the folder the installed Kimi does not read. For Kimi Code, a legacy hook that is
+/// in its config too (same event and command: `memloop upgrade` carried it, or the user did)
+/// is not lost, and the legacy file stays as `kimi migrate` leaves it.
 fn wrong_home(d: &mut Doctor, reads: &Path, other: &Path, flavor: KimiFlavor) {
+    use crate::agents::kimi::upgrade::legacy_hooks::{Carry, carried, carry, hooks_in};
     let path = other.join("config.toml");
     let Ok(Some(text)) = read_text(&path, "") else {
         return;
@@ -369,15 +396,64 @@ fn wrong_home(d: &mut Doctor, reads: &Path, other: &Path, flavor: KimiFlavor) {
         KimiFlavor::Legacy => ("kimi-cli 1.x", "Kimi Code 2.x"),
     };
     let display = d.ctx.display_user_path(&path);
-    let reads = d.ctx.display_user_path(reads);
+    let reads_display = d.ctx.display_user_path(reads);
+    let mut fix = format!(
+        "move the hooks to {reads_display}/config.toml (`memloop sync --user-scope` writes memloop's there)"
+    );
+    let mut line = crate::doctor::locate::line_containing(&text, "hooks");
+    let mut what = "holds hooks".to_owned();
+    if flavor == KimiFlavor::Code {
+        let present = read_text(&reads.join("config.toml"), "")
+            .ok()
+            .flatten()
+            .map(|t| hooks_in(&t))
+            .unwrap_or_default();
+        let lost: Vec<_> = hooks_in(&text)
+            .into_iter()
+            .filter(|hook| !carried(hook, &present))
+            .collect();
+        let Some(first) = lost.first() else {
+            d.push(
+                Finding::ok(
+                    AGENT,
+                    "hooks-home",
+                    format!("every hook in {display} is in {reads_display}/config.toml too"),
+                )
+                .file(&display),
+            );
+            return;
+        };
+        line = Some(first.line);
+        what = format!(
+            "holds {} hook{} missing from {reads_display}/config.toml ({})",
+            lost.len(),
+            if lost.len() == 1 { "" } else { "s" },
+            lost.iter()
+                .map(|h| h.describe())
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+        let by_hand = lost
+            .iter()
+            .any(|h| !h.is_memloops() && matches!(carry(h), Carry::Cannot(_)));
+        fix = if by_hand {
+            format!(
+                "run `memloop upgrade --user-scope --dry-run`: it copies what it can to {reads_display}/config.toml with Kimi Code's tool names and says why it leaves the rest; add those by hand"
+            )
+        } else {
+            format!(
+                "run `memloop upgrade --user-scope`: it copies them to {reads_display}/config.toml with Kimi Code's tool names (Shell is Bash there)"
+            )
+        };
+    }
     d.push(
         Finding::error(
             AGENT,
             "hooks-home",
-            format!("{display} holds hooks, but the installed {program} reads {reads}; they were written for {version} and never run"),
+            format!("{display} {what}, but the installed {program} reads {reads_display}; they were written for {version} and never run"),
         )
-        .at(&display, crate::doctor::locate::line_containing(&text, "hooks"))
-        .fix(format!("move the hooks to {reads}/config.toml (`memloop sync --user-scope` writes memloop's there)")),
+        .at(&display, line)
+        .fix(fix),
     );
 }
 
@@ -494,7 +570,11 @@ fn mcp_json(d: &mut Doctor, path: &Path, display: &str, flavor: KimiFlavor) {
                     "transport",
                     format!("{here}.transport is `{t}`: {drop_all}"),
                 )
-                .fix(format!("use one of {}", transports.join(", "))),
+                .fix(if t == "streamable-http" {
+                    "use \"http\", kimi-cli's `streamable-http` under Kimi Code's name (`memloop upgrade` rewrites it)".to_owned()
+                } else {
+                    format!("use one of {}", transports.join(", "))
+                }),
             ),
             Some("stdio") if command.is_none() => push(
                 d,

@@ -5,12 +5,21 @@
 //!   its server in `~/.kimi/mcp.json` are not read by Kimi Code: the hook moves to
 //!   `$KIMI_CODE_HOME/config.toml`, the server to the project's `.kimi-code/mcp.json` (where
 //!   `memloop sync` keeps it for Kimi Code). Everything else in the legacy files stays.
+//! - `kimi-legacy-hooks`: the user's own `[[hooks]]` in `~/.kimi/config.toml` never run in Kimi
+//!   Code. Each one Kimi Code can run is copied to `$KIMI_CODE_HOME/config.toml` with kimi-cli's
+//!   tool names renamed; the legacy file stays as it is (as `kimi migrate` leaves it). A hook
+//!   already there (same event and command) is not copied again; one that cannot be carried
+//!   safely (a tool Kimi Code lacks, a key it rejects) is named with what to do instead. `kimi
+//!   migrate --run` is no substitute: it copies hooks verbatim and only into a config without
+//!   any (xtask/src/e2e/kimi_facts.md).
 //! - `kimi-streamable-http`: an MCP entry with `transport = "streamable-http"` (valid in kimi-cli,
 //!   dropped by Kimi Code's own migrator, and a schema error in Kimi Code that drops every
 //!   file-declared server) becomes `http`, in every mcp.json Kimi Code reads and in the legacy one.
 //! - `kimi-tool-names`: hook matchers naming kimi-cli's tool names (copied verbatim by `kimi
 //!   migrate`, then never firing) name Kimi Code's: Shell, ReadFile, WriteFile, StrReplaceFile,
 //!   SetTodoList, SearchWeb become Bash, Read, Write, Edit, TodoList, WebSearch.
+
+pub mod legacy_hooks;
 
 use std::path::PathBuf;
 
@@ -34,7 +43,9 @@ const KIMI_CODE: Range = Range::Versions {
 };
 
 /// Kimi's migrations, in the order they run.
+/// The user's hooks are carried before memloop's moves, so the lines named are those on disk.
 pub const MIGRATIONS: &[Migration] = &[
+    LEGACY_HOOKS,
     LEGACY_TO_CODE,
     STREAMABLE_HTTP,
     TOOL_NAMES,
@@ -48,6 +59,15 @@ pub const LEGACY_TO_CODE: Migration = Migration {
     about: "memloop's Stop hook and server move from legacy kimi-cli (~/.kimi) to Kimi Code ($KIMI_CODE_HOME/config.toml, .kimi-code/mcp.json)",
     detect: legacy_detect,
     rewrite: legacy_rewrite,
+};
+
+pub const LEGACY_HOOKS: Migration = Migration {
+    id: "kimi-legacy-hooks",
+    agent: Some(AgentId::Kimi),
+    range: KIMI_CODE,
+    about: "the user's own hooks in legacy kimi-cli's ~/.kimi/config.toml (never run by Kimi Code) are copied to $KIMI_CODE_HOME/config.toml with Kimi Code's tool names; ~/.kimi/config.toml stays as it is",
+    detect: legacy_hooks::carry_detect,
+    rewrite: legacy_hooks::carry_rewrite,
 };
 
 pub const STREAMABLE_HTTP: Migration = Migration {
@@ -68,7 +88,7 @@ pub const TOOL_NAMES: Migration = Migration {
     rewrite: names_rewrite,
 };
 
-fn legacy_config(env: &Env) -> PathBuf {
+pub(crate) fn legacy_config(env: &Env) -> PathBuf {
     legacy_home(&env.ctx).join("config.toml")
 }
 
@@ -216,7 +236,7 @@ pub const RENAMED_TOOLS: [(&str, &str); 6] = [
 ];
 
 /// Events whose matcher is a tool name (other events match prompts, sources, agents...).
-const TOOL_EVENTS: [&str; 5] = [
+pub const TOOL_EVENTS: [&str; 5] = [
     "PreToolUse",
     "PostToolUse",
     "PostToolUseFailure",
@@ -227,17 +247,27 @@ const TOOL_EVENTS: [&str; 5] = [
 /// `matcher` (a regex) with every whole word that is an old tool name renamed. A backslash
 /// escape is never part of a word, so `\bShell` is the word `Shell` after `\b`.
 pub fn rename_tools(matcher: &str) -> String {
-    let mut out = String::with_capacity(matcher.len());
-    let mut word = String::new();
-    let flush = |word: &mut String, out: &mut String| {
-        let renamed = RENAMED_TOOLS
+    map_words(matcher, &mut |word| {
+        RENAMED_TOOLS
             .iter()
             .find(|(old, _)| *old == word)
-            .map_or(word.as_str(), |(_, new)| new);
-        out.push_str(renamed);
-        word.clear();
+            .map_or(word, |(_, new)| new)
+            .to_owned()
+    })
+}
+
+/// `pattern` (a regex) with every whole word (letters, digits, `_`; never a backslash escape)
+/// replaced by what `f` makes of it.
+pub(crate) fn map_words(pattern: &str, f: &mut dyn FnMut(&str) -> String) -> String {
+    let mut out = String::with_capacity(pattern.len());
+    let mut word = String::new();
+    let mut flush = |word: &mut String, out: &mut String| {
+        if !word.is_empty() {
+            out.push_str(&f(word));
+            word.clear();
+        }
     };
-    let mut chars = matcher.chars();
+    let mut chars = pattern.chars();
     while let Some(c) = chars.next() {
         if c.is_ascii_alphanumeric() || c == '_' {
             word.push(c);

@@ -175,7 +175,7 @@ fn disable_all_hooks(d: &mut Doctor, settings: &Settings) {
             Finding::error(
                 AGENT,
                 "disable-all-hooks",
-                "`disableAllHooks: true` turns every Qwen Code hook off, the memory gate included",
+                "`disableAllHooks: true` turns every Qwen Code hook off: the memory gate, and the memory index at session start and after a compaction",
             )
             .at(&file.display, file.line(&[Step::Key("disableAllHooks")]))
             .fix(format!(

@@ -31,7 +31,7 @@ use crate::agents::claude::gate::TextKey;
 use crate::gate::jsonl::{self, Cursor};
 use crate::gate::rules::ToolSets;
 use crate::gate::state::{self, State, Store};
-use crate::gate::{Reader, Reading, Session};
+use crate::gate::{Reader, Reading, Session, read_session};
 
 /// Qwen Code's shell tool.
 pub const SHELL_TOOLS: &[&str] = &["run_shell_command"];
@@ -175,36 +175,33 @@ impl Reader for super::Qwen {
         reading: &Reading,
     ) -> anyhow::Result<Option<Session>> {
         let input = parse_input(input)?;
-        let (mut state, slot) = store.load(reading.agent, &input.session_id)?;
         let last = match input.stop_hook_active {
             true => None,
             false => input.last_message.as_deref(),
         };
-        let read = std::path::absolute(&input.transcript)
-            .with_context(|| format!("cannot resolve {}", input.transcript.display()))
-            .and_then(|recording| {
-                collect(&mut state, &recording, reading.tools, last, TRANSCRIPT_WAIT)
-            });
-        match read {
-            // The retry after a block is let through, whatever became of the recording.
-            Err(_) if input.stop_hook_active => return Ok(None),
-            Err(err) => return Err(err),
-            Ok((_, true)) => {}
-            Ok((waited, false)) => store.debug(&format!(
+        let Some((session, (waited, caught_up))) = read_session(
+            store,
+            reading,
+            &input.session_id,
+            &input.transcript,
+            input.stop_hook_active,
+            |state, recording| collect(state, recording, reading.tools, last, TRANSCRIPT_WAIT),
+        )?
+        else {
+            return Ok(None);
+        };
+        if !caught_up {
+            store.debug(&format!(
                 "qwen session {}: {} did not show the turn's last response within {} ms; \
                  judged the {} assistant entries and {} tool calls read",
                 input.session_id,
                 input.transcript.display(),
                 waited.as_millis(),
-                state.session.entries,
-                state.session.tool_calls
-            )),
+                session.state.session.entries,
+                session.state.session.tool_calls
+            ));
         }
-        Ok(Some(Session {
-            slot,
-            state,
-            active: input.stop_hook_active,
-        }))
+        Ok(Some(session))
     }
 
     fn shell_tools(&self) -> &'static [&'static str] {

@@ -26,6 +26,11 @@ use crate::target::{Desired, Format, Fragment, Scope, Target};
 pub struct Qwen;
 
 pub const HOOK_COMMAND: &str = "memloop hook stop --agent qwen";
+/// `memloop hook session-start`: Qwen adds its `additionalContext` to the system instruction,
+/// at startup, resume, clear and after a compaction (source `compact`).
+pub const SESSION_START_COMMAND: &str = "memloop hook session-start --agent qwen";
+/// `memloop hook pre-compact`: its `additionalContext` joins the summary's system prompt.
+pub const PRE_COMPACT_COMMAND: &str = "memloop hook pre-compact --agent qwen";
 pub const PROJECT_SETTINGS: &str = ".qwen/settings.json";
 /// Comments are stripped before `JSON.parse`; a trailing comma is not.
 pub const DIALECT: Dialect = Dialect::Comments;
@@ -131,6 +136,18 @@ pub fn targets(ctx: &Context) -> Vec<Target> {
                     value: hook_group(),
                     command: HOOK_COMMAND.into(),
                 },
+                Fragment::JsonHookGroup {
+                    path: vec!["hooks".into(), "SessionStart".into()],
+                    value: command_group(SESSION_START_COMMAND),
+                    command: SESSION_START_COMMAND.into(),
+                }
+                .wanted_if(ctx.config.memory.session_start),
+                Fragment::JsonHookGroup {
+                    path: vec!["hooks".into(), "PreCompact".into()],
+                    value: command_group(PRE_COMPACT_COMMAND),
+                    command: PRE_COMPACT_COMMAND.into(),
+                }
+                .wanted_if(ctx.config.memory.session_start),
             ],
         },
         note: None,
@@ -165,5 +182,11 @@ pub fn server_entry(transport: &Transport) -> Value {
 /// milliseconds (its older form), so any number is read two ways; the default (60 s) is far
 /// above the gate's time budget.
 pub fn hook_group() -> Value {
-    json!({"hooks": [{"type": "command", "command": HOOK_COMMAND}]})
+    command_group(HOOK_COMMAND)
+}
+
+/// A group running `command`, for every source and trigger (no `matcher`), without `timeout`
+/// for the reason above.
+pub fn command_group(command: &str) -> Value {
+    json!({"hooks": [{"type": "command", "command": command}]})
 }

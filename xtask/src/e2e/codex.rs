@@ -97,14 +97,24 @@ pub(super) fn codex_home(sb: &Sandbox) -> PathBuf {
 /// The harness's part of the user config alone (the fake model provider, the model catalog,
 /// plugins, apps and analytics off), for memloop to add its trust entries to.
 pub(super) fn set_up_harness(sb: &mut Sandbox, base_url: Option<&str>) -> Result<()> {
+    let unused = expected_adapter_output(&sb.repo, GATE_COMMAND);
+    write_user_config(sb, &unused, base_url, false)
+}
+
+/// `$CODEX_HOME/config.toml` (with the model catalog beside it) and the variables Codex reads.
+fn write_user_config(
+    sb: &mut Sandbox,
+    adapter: &AdapterOutput,
+    base_url: Option<&str>,
+    trust: bool,
+) -> Result<()> {
     let home = codex_home(sb);
     std::fs::create_dir_all(&home)?;
     let catalog = home.join("e2e-models.json");
     std::fs::write(&catalog, MODEL_CATALOG)?;
-    let unused = expected_adapter_output(&sb.repo, GATE_COMMAND);
     std::fs::write(
         home.join("config.toml"),
-        user_config(&unused, base_url, &catalog, false),
+        user_config(adapter, base_url, &catalog, trust),
     )?;
     sb.set_env("CODEX_HOME", home.to_string_lossy());
     sb.set_env(KEY_VAR, "sk-e2e");
@@ -124,17 +134,7 @@ fn set_up(
     std::fs::create_dir_all(&dot_codex)?;
     std::fs::write(dot_codex.join("config.toml"), &adapter.project_config)?;
     std::fs::write(dot_codex.join("hooks.json"), &adapter.hooks_json)?;
-    let home = codex_home(sb);
-    std::fs::create_dir_all(&home)?;
-    let catalog = home.join("e2e-models.json");
-    std::fs::write(&catalog, MODEL_CATALOG)?;
-    std::fs::write(
-        home.join("config.toml"),
-        user_config(adapter, base_url, &catalog, trust),
-    )?;
-    sb.set_env("CODEX_HOME", home.to_string_lossy());
-    sb.set_env(KEY_VAR, "sk-e2e");
-    Ok(())
+    write_user_config(sb, adapter, base_url, trust)
 }
 
 fn user_config(
@@ -271,6 +271,14 @@ pub fn probe_config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     }
     println!("   a stale trusted_hash: modified");
 
+    let line = hooks_feature_on(ctx, sb, "")?;
+    println!("   features list: {line}");
+    Ok(())
+}
+
+/// The `hooks` line of `codex features list`, which must say it is on; `when` says when (for
+/// the failure message).
+pub(super) fn hooks_feature_on(ctx: &Ctx, sb: &Sandbox, when: &str) -> Result<String> {
     let out = sb.run(codex(ctx), &["features", "list"], ctx.timeout)?;
     expect(out.success(), "`codex features list` failed", &out)?;
     let line = out
@@ -279,11 +287,10 @@ pub fn probe_config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         .find(|l| l.split_whitespace().next() == Some("hooks"));
     expect(
         line.is_some_and(|l| l.split_whitespace().last() == Some("true")),
-        &format!("`codex features list` does not show hooks on: {line:?}"),
+        &format!("{when}`codex features list` does not show hooks on: {line:?}"),
         &out,
     )?;
-    println!("   features list: {}", line.unwrap_or("").trim());
-    Ok(())
+    Ok(line.unwrap_or("").trim().to_owned())
 }
 
 /// For `upgrade-legacy`: Codex's files as memloop writes them, in a user config that still turns
@@ -313,16 +320,7 @@ pub fn after_upgrade(ctx: &Ctx, sb: &Sandbox) -> Result<()> {
     {
         bail!("after the upgrade [features] should hold hooks = true and no codex_hooks:\n{text}");
     }
-    let out = sb.run(codex(ctx), &["features", "list"], ctx.timeout)?;
-    let line = out
-        .stdout
-        .lines()
-        .find(|l| l.split_whitespace().next() == Some("hooks"));
-    expect(
-        line.is_some_and(|l| l.split_whitespace().last() == Some("true")),
-        &format!("after the upgrade `codex features list` does not show hooks on: {line:?}"),
-        &out,
-    )?;
+    hooks_feature_on(ctx, sb, "after the upgrade ")?;
     let out = sb.run(codex(ctx), &["mcp", "list", "--json"], ctx.timeout)?;
     let listed = parse_json_out(&out)?;
     if !listed
@@ -443,8 +441,28 @@ pub fn probe_mcp(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     set_up(sb, &adapter, Some(&fake.base_url()), true)?;
     std::fs::write(sb.repo.join(".codex/hooks.json"), "{\"hooks\": {}}\n")?;
     let out = exec(ctx, sb, &fake, prompt)?;
+    let answer = store_reached(sb, &fake, &out)?;
+    println!(
+        "   approval mode \"approve\": offered {NAMESPACE}/memory_store; memloop serve answered {:?}",
+        proc::tail(&answer, 160)
+    );
     let calls = fake.model_calls();
-    let fail = |msg: String| -> Result<()> {
+    expect(
+        calls.len() == 2,
+        &format!(
+            "expected 2 model requests (call, final message), got {}\n{}",
+            calls.len(),
+            fake.transcript()
+        ),
+        &out,
+    )
+}
+
+/// The run `out` offered the model memloop's `memory_store`, and its call reached `memloop serve`:
+/// what the server answered.
+pub(super) fn store_reached(sb: &Sandbox, fake: &FakeResponses, out: &Output) -> Result<String> {
+    let calls = fake.model_calls();
+    let fail = |msg: String| -> Result<String> {
         bail!(
             "{msg}\nmodel requests:\n{}{}",
             fake.transcript(),
@@ -465,20 +483,10 @@ pub fn probe_mcp(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     let Some(result) = last.result_of(Some(NAMESPACE), "memory_store") else {
         return fail("no result of memory_store came back to the model".into());
     };
-    check_stored(&sb.repo, result).or_else(|e| fail(format!("{e:#}")))?;
-    println!(
-        "   approval mode \"approve\": offered {NAMESPACE}/memory_store; memloop serve answered {:?}",
-        proc::tail(result, 160)
-    );
-    expect(
-        calls.len() == 2,
-        &format!(
-            "expected 2 model requests (call, final message), got {}\n{}",
-            calls.len(),
-            fake.transcript()
-        ),
-        &out,
-    )
+    match check_stored(&sb.repo, result) {
+        Ok(()) => Ok(result.to_owned()),
+        Err(e) => fail(format!("{e:#}")),
+    }
 }
 
 /// The store reached `memloop serve`: a note holding the stored text is under `.memloop/memory/`.
@@ -500,7 +508,7 @@ pub(super) fn check_stored(repo: &Path, result: &str) -> Result<()> {
     Ok(())
 }
 
-fn files_under(dir: &Path) -> Vec<PathBuf> {
+pub(super) fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -520,7 +528,22 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 /// approval policy `never` and the `workspace-write` sandbox (network off), in which
 /// exec_command may write the repo.
 pub(super) fn exec(ctx: &Ctx, sb: &Sandbox, fake: &FakeResponses, prompt: &str) -> Result<Output> {
-    let args = ["exec", "--json", prompt];
+    exec_with(ctx, sb, fake, &[], prompt)
+}
+
+/// [`exec`] with `config` overrides (`-c key=value` each).
+pub(super) fn exec_with(
+    ctx: &Ctx,
+    sb: &Sandbox,
+    fake: &FakeResponses,
+    config: &[&str],
+    prompt: &str,
+) -> Result<Output> {
+    let mut args = vec!["exec", "--json"];
+    for over in config {
+        args.extend(["-c", over]);
+    }
+    args.push(prompt);
     let out = sb.run(codex(ctx), &args, ctx.gate_timeout)?;
     let _ = std::fs::write(sb.root.join("model-requests.jsonl"), fake.dump());
     let _ = std::fs::write(sb.root.join("codex-exec.jsonl"), &out.stdout);

@@ -9,6 +9,8 @@
 //!   reaches `memloop serve`.
 //! - `gate-codex`: Codex edits through `exec_command` only; memloop's gate reads the rollout and
 //!   sends it back; it stores over MCP; the next stop (`stop_hook_active`) passes.
+//! - `session-start-codex`: memloop's SessionStart hook puts the memory index in the first
+//!   request, and again in the first request after an auto-compaction in the middle of the turn.
 
 use std::path::Path;
 
@@ -18,14 +20,21 @@ use toml_edit::DocumentMut;
 
 use super::Ctx;
 use super::codex::{
-    GATE_COMMAND, NAMESPACE, SERVER, check_stored, codex, codex_home, exec, hook_state_key,
-    hooks_list, parse_json_out, response_items, set_up_harness,
+    GATE_COMMAND, NAMESPACE, SERVER, check_stored, codex, codex_home, exec, exec_with, files_under,
+    hook_state_key, hooks_feature_on, hooks_list, parse_json_out, response_items, set_up_harness,
+    store_reached,
 };
 use super::config::expect;
 use super::fake_model::GATE_MARKER;
-use super::fake_responses::{FakeResponses, SCRIPT_EXHAUSTED, Script, Step, tool_label};
+use super::fake_responses::{
+    COMPACT_PROMPT, FakeResponses, SCRIPT_EXHAUSTED, SUMMARY_MARK, Script, Step,
+};
 use super::proc;
 use super::sandbox::Sandbox;
+use super::session_start::NOTE_MARK;
+
+/// Below what the fake reports for its tool call, far below the catalog's context window.
+const AUTO_COMPACT_LIMIT: u64 = 20_000;
 
 fn memloop(sb: &Sandbox, args: &[&str]) -> Result<()> {
     let out = sb.run("memloop", args, std::time::Duration::from_secs(60))?;
@@ -63,6 +72,31 @@ fn written_hash(sb: &Sandbox, key: &str) -> Result<String> {
                 path.display()
             )
         })
+}
+
+/// memloop's hook of `label` (group 0) as `hooks/list` reports it: under the key memloop wrote
+/// the trust for, with the hash memloop wrote, trusted. The key, the hash and the hook.
+fn trusted_hook(
+    ctx: &Ctx,
+    sb: &Sandbox,
+    label: &str,
+    event: &str,
+) -> Result<(String, String, Value)> {
+    let repo = sb.repo.canonicalize()?;
+    let key = hook_state_key(&repo.join(".codex/hooks.json"), label, 0, 0);
+    let hash = written_hash(sb, &key)?;
+    let hooks = hooks_list(ctx, sb)?;
+    let Some(hook) = hooks.into_iter().find(|h| h["key"] == key.as_str()) else {
+        bail!("`hooks/list` has no hook under the key memloop wrote ({key:?})");
+    };
+    if hook["currentHash"] != json!(hash) || hook["trustStatus"] != "trusted" {
+        bail!(
+            "Codex computes {} (status {}) for memloop's {event} hook; memloop wrote {hash}",
+            hook["currentHash"],
+            hook["trustStatus"]
+        );
+    }
+    Ok((key, hash, hook))
 }
 
 fn listed(ctx: &Ctx, sb: &Sandbox) -> Result<Vec<Value>> {
@@ -109,20 +143,7 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     }
     println!("   after memloop trust: mcp list shows {SERVER} = {transport}");
 
-    let repo = sb.repo.canonicalize()?;
-    let key = hook_state_key(&repo.join(".codex/hooks.json"), "stop", 0, 0);
-    let hash = written_hash(sb, &key)?;
-    let hooks = hooks_list(ctx, sb)?;
-    let Some(hook) = hooks.iter().find(|h| h["key"] == key.as_str()) else {
-        bail!("`hooks/list` has no hook under the key memloop wrote ({key:?}): {hooks:?}");
-    };
-    if hook["currentHash"] != json!(hash) || hook["trustStatus"] != "trusted" {
-        bail!(
-            "Codex computes {} (status {}) for memloop's Stop hook; memloop wrote {hash}",
-            hook["currentHash"],
-            hook["trustStatus"]
-        );
-    }
+    let (key, hash, hook) = trusted_hook(ctx, sb, "stop", "Stop")?;
     if hook["command"] != GATE_COMMAND {
         bail!(
             "the trusted hook runs {} instead of {GATE_COMMAND:?}",
@@ -131,16 +152,7 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     }
     println!("   hooks/list: {key} {hash} trusted");
 
-    let out = sb.run(codex(ctx), &["features", "list"], ctx.timeout)?;
-    let line = out
-        .stdout
-        .lines()
-        .find(|l| l.split_whitespace().next() == Some("hooks"));
-    expect(
-        line.is_some_and(|l| l.split_whitespace().last() == Some("true")),
-        &format!("`codex features list` does not show hooks on: {line:?}"),
-        &out,
-    )?;
+    hooks_feature_on(ctx, sb, "")?;
 
     memloop(sb, &["uninstall", "--yes"])?;
     if std::fs::read(&user_config)? != before {
@@ -171,32 +183,10 @@ pub fn connected(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     })?;
     install(ctx, sb, Some(&fake.base_url()))?;
     let out = exec(ctx, sb, &fake, "Store what you know about this repository.")?;
-    let calls = fake.model_calls();
-    let fail = |msg: String| -> Result<()> {
-        bail!(
-            "{msg}\nmodel requests:\n{}{}",
-            fake.transcript(),
-            out.report()
-        )
-    };
-    let Some(first) = calls.first().map(|c| c.request()) else {
-        return fail("Codex sent no request to the fake Responses API".into());
-    };
-    if first.tool(Some(NAMESPACE), "memory_store").is_none() {
-        let names: Vec<String> = first.tools.iter().map(tool_label).collect();
-        return fail(format!(
-            "Codex offered no {NAMESPACE}/memory_store (offered: {})",
-            names.join(", ")
-        ));
-    }
-    let last = calls.last().expect("checked above").request();
-    let Some(result) = last.result_of(Some(NAMESPACE), "memory_store") else {
-        return fail("no result of memory_store came back to the model".into());
-    };
-    check_stored(&sb.repo, result).or_else(|e| fail(format!("{e:#}")))?;
+    let answer = store_reached(sb, &fake, &out)?;
     println!(
         "   offered {NAMESPACE}/memory_store; memloop serve answered {:?}",
-        proc::tail(result, 160)
+        proc::tail(&answer, 160)
     );
     Ok(())
 }
@@ -283,16 +273,9 @@ pub fn gate(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
 
 /// The one rollout of the run, under `$CODEX_HOME/sessions/`.
 fn rollout_of(sb: &Sandbox) -> Result<String> {
-    let mut stack = vec![codex_home(sb).join("sessions")];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if is_rollout(&path) {
-                return Ok(std::fs::read_to_string(path)?);
-            }
-        }
+    let sessions = codex_home(sb).join("sessions");
+    if let Some(path) = files_under(&sessions).into_iter().find(|p| is_rollout(p)) {
+        return Ok(std::fs::read_to_string(path)?);
     }
     bail!(
         "no rollout-*.jsonl under {}",
@@ -307,53 +290,81 @@ fn is_rollout(path: &Path) -> bool {
 }
 
 /// Session start: a note stored before the session is in the first request `codex exec` sends,
-/// by memloop's SessionStart hook (`additionalContext`), trusted by the hash memloop wrote.
-/// Codex 0.171.0 has no compaction a test can ask for, and its PreCompact output has no way to
-/// the model (session_start_facts.md).
+/// by memloop's SessionStart hook (`additionalContext`), trusted by the hash memloop wrote; and
+/// again in the first request after an auto-compaction in the middle of the turn (the fake
+/// reports a usage past `model_auto_compact_token_limit` on its tool call). Codex's PreCompact
+/// output has no way to the model (session_start_facts.md).
 pub fn session_start(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     ctx.caps.need_serve()?;
     ctx.caps.need_hook()?;
     let fake = FakeResponses::start(Script {
-        steps: vec![Step::Say("Hello.".into())],
+        steps: vec![
+            Step::Reporting {
+                total_tokens: 60_000,
+                step: Box::new(Step::Exec("ls".into())),
+            },
+            Step::Say("Hello.".into()),
+        ],
         latency: ctx.model_latency,
     })?;
     install(ctx, sb, Some(&fake.base_url()))?;
     super::session_start::seed(sb)?;
 
-    let repo = sb.repo.canonicalize()?;
-    let key = hook_state_key(&repo.join(".codex/hooks.json"), "session_start", 0, 0);
-    let hash = written_hash(sb, &key)?;
-    let hooks = hooks_list(ctx, sb)?;
-    let Some(hook) = hooks.iter().find(|h| h["key"] == key.as_str()) else {
-        bail!("`hooks/list` has no hook under the key memloop wrote ({key:?}): {hooks:?}");
-    };
-    if hook["currentHash"] != json!(hash) || hook["trustStatus"] != "trusted" {
-        bail!(
-            "Codex computes {} (status {}) for memloop's SessionStart hook; memloop wrote {hash}",
-            hook["currentHash"],
-            hook["trustStatus"]
-        );
-    }
+    let (key, hash, _) = trusted_hook(ctx, sb, "session_start", "SessionStart")?;
     println!("   hooks/list: {key} {hash} trusted");
 
-    let out = exec(ctx, sb, &fake, "Say hello.")?;
-    let Some(first) = fake.model_calls().into_iter().next() else {
+    let limit = format!("model_auto_compact_token_limit={AUTO_COMPACT_LIMIT}");
+    let out = exec_with(ctx, sb, &fake, &[&limit], "List the files, then say hello.")?;
+    let calls = fake.model_calls();
+    let fail = |msg: String| -> Result<()> {
         bail!(
-            "Codex sent no request to the fake Responses API\n{}",
-            out.report()
-        );
-    };
-    let text = first.body.to_string();
-    if !text.contains(super::session_start::NOTE_MARK) {
-        bail!(
-            "the first request of the Codex session lacks the memory index\nmodel requests:\n{}\n{}",
+            "{msg}\nmodel requests:\n{}{}",
             fake.transcript(),
-            proc::tail(&text, 4000)
-        );
+            out.report()
+        )
+    };
+    let holds_index = |i: usize| calls[i].body.to_string().contains(NOTE_MARK);
+    if calls.is_empty() {
+        return fail("Codex sent no request to the fake Responses API".into());
+    }
+    if !holds_index(0) {
+        return fail("the first request of the Codex session lacks the memory index".into());
+    }
+    println!("   first request holds the index line {NOTE_MARK:?}");
+
+    let Some(summary) = calls.iter().position(|c| c.request().compaction) else {
+        return fail(format!(
+            "Codex did not compact (no request ending in {COMPACT_PROMPT:?}) although the fake \
+             reported 60000 tokens against a limit of {AUTO_COMPACT_LIMIT}"
+        ));
+    };
+    let Some(after) = (summary + 1 < calls.len()).then_some(summary + 1) else {
+        return fail("Codex sent no request after the compaction".into());
+    };
+    // The compacted history drops the first run's developer message; a hook run with source
+    // `compact` puts the index back after the summary.
+    let input = calls[after].body["input"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let position = |mark: &str| input.iter().position(|i| i.to_string().contains(mark));
+    let (Some(summary_at), Some(index_at)) = (position(SUMMARY_MARK), position(NOTE_MARK)) else {
+        return fail(format!(
+            "the first request after the compaction (#{}) lacks the summary or the memory index",
+            calls[after].seq
+        ));
+    };
+    if index_at < summary_at || input[index_at]["role"] != "developer" {
+        return fail(format!(
+            "in request #{} the index is item {index_at} ({}), the summary item {summary_at}: \
+             not a SessionStart run after the compaction",
+            calls[after].seq, input[index_at]["role"]
+        ));
     }
     println!(
-        "   first request holds the index line {:?}",
-        super::session_start::NOTE_MARK
+        "   auto-compaction: summary request #{}; the first request after it (#{}) holds the \
+         index again, as a developer message after the summary",
+        calls[summary].seq, calls[after].seq
     );
     Ok(())
 }

@@ -93,18 +93,8 @@ impl FakeModel {
         let log: Arc<Mutex<Vec<Exchange>>> = Arc::default();
         let started = Instant::now();
         let shared = log.clone();
-        let script = Arc::new(script);
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { continue };
-                let log = shared.clone();
-                let script = script.clone();
-                std::thread::spawn(move || {
-                    if let Err(err) = serve_one(stream, dialect, &script, &log, started) {
-                        eprintln!("      fake model: {err:#}");
-                    }
-                });
-            }
+        http::serve_each(listener, "fake model", move |stream| {
+            serve_one(stream, dialect, &script, &shared, started)
         });
         Ok(FakeModel { port, dialect, log })
     }
@@ -303,7 +293,19 @@ impl Turn {
     }
 }
 
+/// How Qwen Code 0.24.4 ends the request for a compaction summary.
+const SNAPSHOT_REQUEST: &str = "produce the <state_snapshot>";
+/// The summary the fake gives: a request holding it comes after a compaction.
+pub const SNAPSHOT: &str = "E2E session summary: one fixture file written.";
+
 fn decide(conv: &Conversation, script: &Script) -> Turn {
+    // Qwen Code's compaction request (with or without tools) asks for a summary it checks for a
+    // closed <state_snapshot>; without one the compaction counts as failed.
+    if conv.text.contains(SNAPSHOT_REQUEST) {
+        return Turn::Text(format!(
+            "<analysis>e2e</analysis>\n<state_snapshot>{SNAPSHOT}</state_snapshot>"
+        ));
+    }
     if conv.tools.is_empty() {
         return Turn::Text("E2E session".into());
     }
@@ -593,7 +595,7 @@ impl Conversation {
                                 name: str_of(block, "name"),
                             }),
                             "tool_result" => {
-                                let text = block_text(block.get("content"));
+                                let text = text_of(block.get("content"));
                                 push_text(&mut conv.text, &text);
                                 conv.tool_results.push(ToolResult {
                                     id: str_of(block, "tool_use_id"),
@@ -644,7 +646,8 @@ impl Conversation {
     }
 }
 
-fn str_of(v: &Value, key: &str) -> String {
+/// The string at `key` of `v`, or empty.
+pub(super) fn str_of(v: &Value, key: &str) -> String {
     v.get(key).and_then(Value::as_str).unwrap_or("").to_string()
 }
 
@@ -655,7 +658,8 @@ fn push_text(into: &mut String, s: &str) {
     }
 }
 
-fn block_text(content: Option<&Value>) -> String {
+/// Message content or a tool's output as text: a string, or the `text` of each part.
+pub(super) fn text_of(content: Option<&Value>) -> String {
     match content {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(parts)) => parts

@@ -8,6 +8,10 @@
 //! turn; a Stop hook that blocks makes Codex send one more request with its reason as a user
 //! message, which then gets the next step. A request past the last step is answered with
 //! [`SCRIPT_EXHAUSTED`], so an extra continuation shows up in the log instead of looping.
+//!
+//! Compaction stays stateless too: Codex's summary request (its compact prompt as the last user
+//! message) is answered with [`SUMMARY_MARK`] and the number of outputs summarised, and a
+//! history holding that summary resumes the script after those outputs.
 
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
@@ -16,11 +20,17 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
-use super::fake_model::store_args;
+use super::fake_model::{store_args, str_of, text_of};
 use super::http;
 
 /// The text of the reply to a request the script has no step for.
 pub const SCRIPT_EXHAUSTED: &str = "FAKE RESPONSES: the script has no further step";
+/// How Codex's summary request begins (its `templates/compact/prompt.md`, 0.171.0).
+pub const COMPACT_PROMPT: &str = "You are performing a CONTEXT CHECKPOINT COMPACTION";
+/// The fake's summary: this, then the number of outputs it stands for.
+pub const SUMMARY_MARK: &str = "FAKE RESPONSES SUMMARY: outputs done";
+/// The usage every reply reports unless its step says otherwise.
+const USUAL_TOTAL_TOKENS: u64 = 120;
 
 /// One model output.
 #[derive(Debug, Clone)]
@@ -40,6 +50,9 @@ pub enum Step {
     Tool(String),
     /// An assistant message, which ends the turn.
     Say(String),
+    /// `step`, its reply reporting `total_tokens` of usage (past `model_auto_compact_token_limit`,
+    /// Codex compacts before the next request).
+    Reporting { total_tokens: u64, step: Box<Step> },
 }
 
 #[derive(Debug, Clone)]
@@ -71,8 +84,11 @@ pub struct ResponsesRequest {
     pub tools: Vec<OfferedTool>,
     /// The text of every user message, in order (the prompt, then Stop-hook continuations).
     pub user_texts: Vec<String>,
-    /// Outputs of the model already in the history: the step this request gets.
+    /// Outputs of the model already in the history, those a summary stands for included: the
+    /// step this request gets.
     pub prior_outputs: usize,
+    /// Codex asks for a summary of the history (the compact prompt is the last user message).
+    pub compaction: bool,
     pub calls: Vec<PastCall>,
     /// `call_id` -> the tool's output text as Codex returned it to the model.
     pub results: Vec<(String, String)>,
@@ -120,7 +136,11 @@ impl ResponsesRequest {
             let kind = item.get("type").and_then(Value::as_str).unwrap_or("");
             match kind {
                 "message" => match item.get("role").and_then(Value::as_str) {
-                    Some("user") => req.user_texts.push(content_text(item.get("content"))),
+                    Some("user") => {
+                        let text = text_of(item.get("content"));
+                        req.prior_outputs += summarised_outputs(&text);
+                        req.user_texts.push(text);
+                    }
                     Some("assistant") => req.prior_outputs += 1,
                     _ => {}
                 },
@@ -137,10 +157,14 @@ impl ResponsesRequest {
                 }
                 "function_call_output" | "custom_tool_call_output" => req
                     .results
-                    .push((str_of(item, "call_id"), content_text(item.get("output")))),
+                    .push((str_of(item, "call_id"), text_of(item.get("output")))),
                 _ => {}
             }
         }
+        req.compaction = req
+            .user_texts
+            .last()
+            .is_some_and(|t| t.trim_start().starts_with(COMPACT_PROMPT));
         req
     }
 
@@ -198,18 +222,8 @@ impl FakeResponses {
         let log: Arc<Mutex<Vec<Exchange>>> = Arc::default();
         let started = Instant::now();
         let shared = log.clone();
-        let script = Arc::new(script);
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { continue };
-                let log = shared.clone();
-                let script = script.clone();
-                std::thread::spawn(move || {
-                    if let Err(err) = serve_one(stream, &script, &log, started) {
-                        eprintln!("      fake responses: {err:#}");
-                    }
-                });
-            }
+        http::serve_each(listener, "fake responses", move |stream| {
+            serve_one(stream, &script, &shared, started)
         });
         Ok(FakeResponses { port, log })
     }
@@ -295,12 +309,12 @@ fn serve_one(
         ("POST", "/v1/responses") => {
             std::thread::sleep(script.latency);
             let parsed = ResponsesRequest::parse(&body);
-            let output = decide(&parsed, script, seq);
+            let (output, total_tokens) = decide(&parsed, script, seq);
             let model = body
                 .get("model")
                 .and_then(Value::as_str)
                 .unwrap_or("fake-model");
-            http::respond_sse(&mut stream, &sse_events(&output, model, seq))?;
+            http::respond_sse(&mut stream, &sse_events(&output, model, seq, total_tokens))?;
             summary(&output)
         }
         ("GET", "/v1/models") => {
@@ -327,22 +341,45 @@ fn serve_one(
     Ok(())
 }
 
-/// The output item for `req`: the script's step at the number of outputs so far.
-fn decide(req: &ResponsesRequest, script: &Script, seq: usize) -> Value {
-    let message = |text: &str| {
-        json!({"type": "message", "role": "assistant", "id": format!("msg_e2e_{seq}"),
-               "status": "completed",
-               "content": [{"type": "output_text", "text": text, "annotations": []}]})
-    };
-    let call_id = format!("call_e2e_{seq}");
+/// The number of outputs a fake summary in a user message stands for (0: not a summary).
+fn summarised_outputs(text: &str) -> usize {
+    text.split_once(SUMMARY_MARK)
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The output item for `req` and the usage its reply reports: the script's step at the number
+/// of outputs so far, or the summary a compaction asks for.
+fn decide(req: &ResponsesRequest, script: &Script, seq: usize) -> (Value, u64) {
+    if req.compaction {
+        let summary = format!("{SUMMARY_MARK} {}", req.prior_outputs);
+        return (assistant_message(seq, &summary), USUAL_TOTAL_TOKENS);
+    }
     match script.steps.get(req.prior_outputs) {
-        None => message(SCRIPT_EXHAUSTED),
-        Some(Step::Say(text)) => message(text),
-        Some(Step::Call { name, args }) => {
+        None => (assistant_message(seq, SCRIPT_EXHAUSTED), USUAL_TOTAL_TOKENS),
+        Some(Step::Reporting { total_tokens, step }) => (output(req, step, seq), *total_tokens),
+        Some(step) => (output(req, step, seq), USUAL_TOTAL_TOKENS),
+    }
+}
+
+fn assistant_message(seq: usize, text: &str) -> Value {
+    json!({"type": "message", "role": "assistant", "id": format!("msg_e2e_{seq}"),
+           "status": "completed",
+           "content": [{"type": "output_text", "text": text, "annotations": []}]})
+}
+
+fn output(req: &ResponsesRequest, step: &Step, seq: usize) -> Value {
+    let message = |text: &str| assistant_message(seq, text);
+    let call_id = format!("call_e2e_{seq}");
+    match step {
+        Step::Reporting { step, .. } => output(req, step, seq),
+        Step::Say(text) => message(text),
+        Step::Call { name, args } => {
             json!({"type": "function_call", "id": format!("fc_e2e_{seq}"), "call_id": call_id,
                    "status": "completed", "name": name, "arguments": args.to_string()})
         }
-        Some(Step::Tool(name)) => {
+        Step::Tool(name) => {
             let Some(offered) = req.tool(None, name) else {
                 let names: Vec<String> = req.tools.iter().map(tool_label).collect();
                 return message(&format!(
@@ -355,7 +392,7 @@ fn decide(req: &ResponsesRequest, script: &Script, seq: usize) -> Value {
                    "status": "completed", "name": name,
                    "arguments": store_args(&offered.schema).to_string()})
         }
-        Some(Step::Exec(command)) => {
+        Step::Exec(command) => {
             let schema = req
                 .tool(None, "exec_command")
                 .map(|t| t.schema.clone())
@@ -364,7 +401,7 @@ fn decide(req: &ResponsesRequest, script: &Script, seq: usize) -> Value {
                    "status": "completed", "name": "exec_command",
                    "arguments": exec_args(&schema, command).to_string()})
         }
-        Some(Step::Patch(patch)) => {
+        Step::Patch(patch) => {
             if req.tool(None, "apply_patch").is_none() {
                 return message(
                     "FAKE RESPONSES: the script patches but the request offers no apply_patch",
@@ -373,7 +410,7 @@ fn decide(req: &ResponsesRequest, script: &Script, seq: usize) -> Value {
             json!({"type": "custom_tool_call", "id": format!("ctc_e2e_{seq}"), "call_id": call_id,
                    "status": "completed", "name": "apply_patch", "input": patch})
         }
-        Some(Step::Mcp { server, tool }) => {
+        Step::Mcp { server, tool } => {
             let namespace = format!("mcp__{server}");
             let Some(offered) = req.tool(Some(&namespace), tool) else {
                 let names: Vec<String> = req.tools.iter().map(tool_label).collect();
@@ -446,7 +483,7 @@ fn summary(item: &Value) -> String {
 }
 
 /// The event stream of one response holding the one output item.
-fn sse_events(item: &Value, model: &str, seq: usize) -> Vec<String> {
+fn sse_events(item: &Value, model: &str, seq: usize, total_tokens: u64) -> Vec<String> {
     let id = format!("resp_e2e_{seq}");
     let event = |data: Value| {
         let kind = data["type"].as_str().unwrap_or("").to_string();
@@ -468,27 +505,10 @@ fn sse_events(item: &Value, model: &str, seq: usize) -> Vec<String> {
     ));
     out.push(event(json!({"type": "response.completed", "response": {
         "id": id, "object": "response", "status": "completed", "model": model, "output": [item],
-        "usage": {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0},
+        "usage": {"input_tokens": total_tokens - 20, "input_tokens_details": {"cached_tokens": 0},
                   "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 0},
-                  "total_tokens": 120}}})));
+                  "total_tokens": total_tokens}}})));
     out
-}
-
-fn str_of(v: &Value, key: &str) -> String {
-    v.get(key).and_then(Value::as_str).unwrap_or("").to_string()
-}
-
-/// Message content or tool output as text: a string, or the `text` of each part.
-fn content_text(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
 }
 
 #[cfg(test)]
@@ -529,7 +549,7 @@ mod tests {
         let mut kinds = Vec::new();
         for seq in 1..=6 {
             let body = json!({"tools": offered(), "input": input});
-            let item = decide(&ResponsesRequest::parse(&body), &script(), seq);
+            let (item, _) = decide(&ResponsesRequest::parse(&body), &script(), seq);
             kinds.push(summary(&item));
             input.push(item.clone());
             match item["type"].as_str() {
@@ -572,7 +592,7 @@ mod tests {
             {"type": "function_call", "call_id": "c1", "name": "exec_command", "arguments": "{}"},
             {"type": "custom_tool_call", "call_id": "c2", "name": "apply_patch", "input": "x"},
             {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "x"}]}]});
-        let item = decide(&ResponsesRequest::parse(&body), &script(), 9);
+        let (item, _) = decide(&ResponsesRequest::parse(&body), &script(), 9);
         let text = item.pointer("/content/0/text").unwrap().as_str().unwrap();
         assert!(
             text.contains("no such tool") && text.contains("exec_command"),
@@ -583,7 +603,7 @@ mod tests {
     #[test]
     fn events_carry_the_item_in_added_done_and_completed() {
         let item = json!({"type": "function_call", "call_id": "c", "namespace": "mcp__m", "name": "t", "arguments": "{}"});
-        let events = sse_events(&item, "m", 1);
+        let events = sse_events(&item, "m", 1, 120);
         let kinds: Vec<&str> = events
             .iter()
             .map(|e| e.lines().next().unwrap().trim_start_matches("event: "))
@@ -606,5 +626,53 @@ mod tests {
         )
         .unwrap();
         assert_eq!(completed["response"]["output"][0]["namespace"], "mcp__m");
+    }
+
+    /// The summary request gets a summary, a history holding it resumes after the outputs it
+    /// stands for, and a step's reported usage reaches the completed event.
+    #[test]
+    fn a_compaction_is_summarised_and_the_script_resumes_after_it() {
+        let script = Script {
+            steps: vec![
+                Step::Reporting {
+                    total_tokens: 50_000,
+                    step: Box::new(Step::Exec("ls".into())),
+                },
+                Step::Say("after".into()),
+            ],
+            latency: Duration::ZERO,
+        };
+        let user = |text: &str| {
+            json!({"type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": text}]})
+        };
+        let first = json!({"tools": offered(), "input": [user("go")]});
+        let (item, tokens) = decide(&ResponsesRequest::parse(&first), &script, 1);
+        assert_eq!(
+            (item["name"].as_str(), tokens),
+            (Some("exec_command"), 50_000)
+        );
+        let completed = sse_events(&item, "m", 1, tokens).pop().unwrap();
+        assert!(completed.contains(r#""total_tokens":50000"#), "{completed}");
+
+        let compact = json!({"input": [user("go"), item.clone(),
+            {"type": "function_call_output", "call_id": item["call_id"], "output": "a.txt"},
+            user(&format!("{COMPACT_PROMPT}. Create a handoff summary ..."))]});
+        let req = ResponsesRequest::parse(&compact);
+        assert!(req.compaction);
+        let (summary, tokens) = decide(&req, &script, 2);
+        let text = summary
+            .pointer("/content/0/text")
+            .unwrap()
+            .as_str()
+            .unwrap();
+        assert_eq!((text, tokens), (format!("{SUMMARY_MARK} 1").as_str(), 120));
+
+        let after = json!({"tools": offered(), "input": [user("go"),
+            user(&format!("Another language model started to solve this problem ...\n{text}"))]});
+        let req = ResponsesRequest::parse(&after);
+        assert!(!req.compaction);
+        let (item, _) = decide(&req, &script, 3);
+        assert_eq!(item.pointer("/content/0/text").unwrap(), "after");
     }
 }

@@ -35,9 +35,33 @@ fn script(ctx: &Ctx, sb: &Sandbox, write_tool: &str, store_tool: &str) -> Script
 }
 
 pub fn claude(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    claude_with(ctx, sb, |_| Ok(()))
+}
+
+/// As `claude`, with keys Claude Code does not know added to memloop's Stop group and handler:
+/// the gate still runs, so doctor may only warn about such keys, never say the file is dropped.
+pub fn claude_unknown_keys(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    claude_with(ctx, sb, |sb| {
+        let path = sb.repo.join(".claude/settings.json");
+        let mut settings: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path)?)?;
+        let group = &mut settings["hooks"]["Stop"][0];
+        group["note"] = json!("a key no group schema has");
+        group["hooks"][0]["timout"] = json!(15);
+        std::fs::write(&path, serde_json::to_string_pretty(&settings)?)?;
+        Ok(())
+    })
+}
+
+fn claude_with(
+    ctx: &Ctx,
+    sb: &mut Sandbox,
+    edit: impl FnOnce(&Sandbox) -> Result<()>,
+) -> Result<()> {
     needs(ctx)?;
     memloop::install(sb, &ctx.caps, ctx.hand_written, None)?;
     agents::claude(sb, false)?;
+    edit(sb)?;
     let store = "mcp__memory__memory_store";
     let fake = FakeModel::start(Dialect::Anthropic, script(ctx, sb, "Write", store))?;
     sb.set_env("ANTHROPIC_BASE_URL", fake.base_url());

@@ -333,6 +333,12 @@ pub fn after_upgrade(ctx: &Ctx, sb: &Sandbox) -> Result<()> {
             "after the upgrade .gemini/settings.json should hold only hooksConfig.enabled = true:\n{text}"
         );
     }
+    let session_start = settings
+        .pointer("/hooks/SessionStart/0/hooks/0/command")
+        .and_then(serde_json::Value::as_str);
+    if session_start != Some("memloop hook session-start --agent gemini") {
+        bail!("after the upgrade .gemini/settings.json lacks memloop's SessionStart hook:\n{text}");
+    }
     let listing = mcp_list(ctx, sb)?;
     match server_line(&listing) {
         Some(line) if line.trim_end().ends_with("Connected") => {}
@@ -341,5 +347,51 @@ pub fn after_upgrade(ctx: &Ctx, sb: &Sandbox) -> Result<()> {
         ),
     }
     println!("      gemini: hooksConfig.enabled = true, the old switches gone, mcp list connects");
+    Ok(())
+}
+
+/// Session start: a note stored before the session is in the first request `gemini -p` sends,
+/// by memloop's SessionStart hook (`additionalContext`, which Gemini puts before the prompt in
+/// `<hook_context>`). No compaction is asked for: in 0.61.0 no hook runs after one, and
+/// PreCompress output is discarded (session_start_facts.md).
+pub fn session_start(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    ctx.caps.need_serve()?;
+    ctx.caps.need_hook()?;
+    let fake = FakeGemini::start(Script {
+        steps: vec![Step::Say("Hello.".into())],
+        latency: ctx.model_latency,
+    })?;
+    install(ctx, sb, &fake)?;
+    super::session_start::seed(sb)?;
+    let out = run_prompt(ctx, sb, &fake, "Say hello.")?;
+    let Some(first) = fake.model_calls().into_iter().next() else {
+        bail!(
+            "Gemini sent no request to the fake Gemini API\n{}",
+            out.report()
+        );
+    };
+    let request = first.request();
+    let opening = request
+        .user_texts
+        .iter()
+        .find(|t| t.contains("<hook_context>"))
+        .cloned()
+        .unwrap_or_else(|| request.user_texts.join("\n"));
+    if !opening.contains("<hook_context>")
+        || !opening.contains(super::session_start::NOTE_MARK)
+        || !opening.contains("context_query")
+    {
+        bail!(
+            "the first user text of the Gemini session lacks the memory index in <hook_context>\
+             \nmodel requests:\n{}\n{}\n{}",
+            fake.transcript(),
+            proc::tail(&opening, 3000),
+            out.report()
+        );
+    }
+    println!(
+        "   first request holds the index line {:?} in <hook_context>",
+        super::session_start::NOTE_MARK
+    );
     Ok(())
 }

@@ -2,10 +2,30 @@
 //! Every exchange is one request per connection (`Connection: close`).
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, TcpStream};
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+
+/// Serves every connection to `listener` on its own thread with `handle`, in the background; a
+/// failed exchange is reported on stderr under `label`.
+pub fn serve_each<F>(listener: TcpListener, label: &'static str, handle: F)
+where
+    F: Fn(TcpStream) -> Result<()> + Send + Sync + 'static,
+{
+    let handle = std::sync::Arc::new(handle);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let handle = handle.clone();
+            std::thread::spawn(move || {
+                if let Err(err) = handle(stream) {
+                    eprintln!("      {label}: {err:#}");
+                }
+            });
+        }
+    });
+}
 
 #[derive(Debug, Clone)]
 pub struct Request {

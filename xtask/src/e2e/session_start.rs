@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use super::config::expect;
-use super::fake_model::{Dialect, Exchange, FakeModel, Script};
+use super::fake_model::{Dialect, Exchange, FakeModel, SNAPSHOT, Script};
 use super::proc::{self, Output, Proc};
 use super::sandbox::Sandbox;
 use super::{Ctx, agents, http, memloop};
@@ -400,4 +400,158 @@ fn settle(port: u16, id: &str, fake: &FakeModel, deadline: Instant) -> Result<()
             bail!("the OpenCode session did not settle before the deadline");
         }
     }
+}
+
+/// Qwen Code in one process (stream-json input, three prompts): memloop's SessionStart hook's
+/// `additionalContext` is in the system instruction of the first request; `/compress` sends
+/// memloop's PreCompact text (as `additionalContext`) to the summary's instructions, Qwen awaits
+/// SessionStart again with source `compact`, and the next request, which carries the summary,
+/// holds the index again.
+pub fn qwen(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    needs(ctx)?;
+    let mut script = quiet_script(ctx, sb);
+    script.write_tool = "write_file".into();
+    script.store_tool = "mcp__memory__memory_store".into();
+    let fake = FakeModel::start(Dialect::OpenAi, script)?;
+    super::qwen::set_up_user(sb, Some(&fake.base_url()), false)?;
+    // A user hook of the harness records each SessionStart input: the sources Qwen ran the
+    // event for (memloop's group has no matcher, so it runs for the same ones).
+    let sources = sb.root.join("qwen-session-start-inputs.jsonl");
+    let user = sb.home.join(".qwen/settings.json");
+    let mut settings: Value = serde_json::from_str(&std::fs::read_to_string(&user)?)?;
+    let probe = format!(
+        "cat >> '{}'; echo >> '{}'",
+        sources.display(),
+        sources.display()
+    );
+    settings["hooks"] =
+        json!({"SessionStart": [{"hooks": [{"type": "command", "command": probe}]}]});
+    std::fs::write(&user, serde_json::to_string_pretty(&settings)? + "\n")?;
+    let init = sb.run(
+        "memloop",
+        &["init", "--yes", "--agents", "qwen", "--trust"],
+        Duration::from_secs(60),
+    )?;
+    expect(
+        init.success(),
+        "memloop init --agents qwen --trust failed",
+        &init,
+    )?;
+    seed(sb)?;
+
+    let mut cmd = sb.command(ctx.tools.bin.join("qwen"));
+    cmd.args([
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--yolo",
+    ]);
+    let deadline = Instant::now() + ctx.gate_timeout;
+    let mut p = Proc::spawn(cmd)?;
+    let mut results = 0;
+    for prompt in ["Say hello.", "/compress", "Say hello again."] {
+        let line = json!({"type": "user", "message": {"role": "user", "content": prompt}});
+        p.write_stdin(&format!("{line}\n"))?;
+        if p.wait_line(deadline, |l| l.contains("\"type\":\"result\""))
+            .is_none()
+        {
+            break;
+        }
+        results += 1;
+    }
+    p.close_stdin();
+    let out = p.finish(deadline.max(Instant::now() + Duration::from_secs(20)));
+    save(sb, &fake);
+    let ran: Vec<String> = std::fs::read_to_string(&sources)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v["source"].as_str().map(str::to_owned))
+        .collect();
+    if results < 3 {
+        bail!(
+            "Qwen answered {results} of 3 prompts within {:.0?} (SessionStart ran for {ran:?})\nmodel requests:\n{}{}",
+            ctx.gate_timeout,
+            fake.transcript(),
+            out.report()
+        );
+    }
+    let system_of = |ex: &Exchange| {
+        let system: Vec<Value> = ex.body["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|m| m["role"] == "system")
+            .cloned()
+            .collect();
+        all_text(&Value::Array(system))
+    };
+    let calls = conversation_calls(&fake);
+    let Some(first) = calls.first() else {
+        bail!(
+            "no conversation request reached the fake model\n{}{}",
+            fake.transcript(),
+            out.report()
+        );
+    };
+    let system = system_of(first);
+    expect(
+        system.contains(NOTE_MARK),
+        &format!(
+            "the system instruction of Qwen's first request (#{}) lacks the memory index:\n{}",
+            first.seq,
+            proc::tail(&system, 3000)
+        ),
+        &out,
+    )?;
+    println!(
+        "   first request #{} holds the index line {NOTE_MARK:?} in its system instruction",
+        first.seq
+    );
+    let Some(summary) = fake
+        .model_calls()
+        .into_iter()
+        .find(|ex| all_text(&ex.body).contains(PRE_COMPACT_MARK))
+    else {
+        bail!(
+            "no request carried memloop's PreCompact reminder to the summary\n{}{}",
+            fake.transcript(),
+            out.report()
+        );
+    };
+    println!(
+        "   /compress: summary request #{} carries the PreCompact reminder",
+        summary.seq
+    );
+    expect(
+        ran.first().map(String::as_str) == Some("startup") && ran.iter().any(|s| s == "compact"),
+        &format!("Qwen ran SessionStart for {ran:?}, not `startup` and then `compact`"),
+        &out,
+    )?;
+    println!("   SessionStart ran for {ran:?}");
+    let Some(next) = calls
+        .iter()
+        .find(|ex| all_text(&ex.body["messages"]).contains(SNAPSHOT))
+    else {
+        bail!(
+            "no conversation request carries the summary: /compress did not compact\n{}",
+            fake.transcript()
+        );
+    };
+    let system = system_of(next);
+    expect(
+        system.contains(NOTE_MARK),
+        &format!(
+            "the first request after the compaction (#{}) lacks the index in its system instruction:\n{}",
+            next.seq,
+            proc::tail(&system, 3000)
+        ),
+        &out,
+    )?;
+    println!(
+        "   first request after the compaction (#{}, with the summary) holds the index again",
+        next.seq
+    );
+    Ok(())
 }

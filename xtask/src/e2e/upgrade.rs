@@ -2,7 +2,8 @@
 //! (legacy shapes for all five agents), `memloop upgrade --user-scope`, then the pinned real
 //! agents load the result: `claude mcp get memory`, `opencode debug config`, `kimi doctor config`
 //! `codex features list` (hooks on under its current name), `gemini mcp list` (one hook switch left), and a `kimi -p` run that must offer memloop's MCP tool (Kimi Code drops every file-declared
-//! server while one entry says `streamable-http`). Afterwards `memloop diff` finds nothing left
+//! server while one entry says `streamable-http`; the user's own hook carried from
+//! `~/.kimi/config.toml` runs in it). Afterwards `memloop diff` finds nothing left
 //! for sync to do and a second upgrade finds nothing.
 
 use std::path::Path;
@@ -25,10 +26,12 @@ const EXPECTED: &[&str] = &[
     "opencode-plugin-dir",
     "opencode-config-twins",
     "kimi-legacy-to-code",
+    "kimi-legacy-hooks",
     "kimi-streamable-http",
     "kimi-tool-names",
     "codex-hooks-feature",
     "gemini-hooks-switch",
+    "gemini-session-start",
 ];
 
 fn write(path: &Path, text: &str) -> Result<()> {
@@ -80,7 +83,13 @@ fn legacy_world(sb: &Sandbox) -> Result<()> {
     let legacy = sb.home.join(".kimi");
     write(
         &legacy.join("config.toml"),
-        "# kimi-cli\ndefault_model = \"k\"\n\n[[hooks]]\nevent = \"Stop\"\ncommand = \"memloop hook stop --agent kimi\"\ntimeout = 15\n",
+        &format!(
+            "# kimi-cli\ndefault_model = \"k\"\n\n[[hooks]]\nevent = \"Stop\"\ncommand = \"memloop hook stop --agent kimi\"\ntimeout = 15\n\n\
+             # the user's own, which Kimi Code never runs from here\n\
+             [[hooks]]\nevent = \"PreToolUse\"\nmatcher = \"WriteFile\"\ncommand = \"exit 0\"\n\n\
+             [[hooks]]\nevent = \"UserPromptSubmit\"\ncommand = \"echo carried > {}\"\n",
+            carried_marker(sb).display()
+        ),
     )?;
     write(
         &legacy.join("mcp.json"),
@@ -100,6 +109,11 @@ fn legacy_world(sb: &Sandbox) -> Result<()> {
         ),
     )?;
     Ok(())
+}
+
+/// Written by the user's legacy UserPromptSubmit hook once Kimi Code runs it.
+fn carried_marker(sb: &Sandbox) -> std::path::PathBuf {
+    sb.root.join("carried-kimi-hook-ran")
 }
 
 pub fn legacy(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
@@ -239,8 +253,18 @@ fn kimi(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
             "$KIMI_CODE_HOME/config.toml lacks memloop's Stop hook or the renamed matcher:\n{config}"
         );
     }
+    if !config.contains("matcher = \"Write\"\ncommand = \"exit 0\"")
+        || !config.contains("echo carried")
+    {
+        bail!(
+            "$KIMI_CODE_HOME/config.toml lacks the user's hooks carried from ~/.kimi/config.toml (kimi-legacy-hooks):\n{config}"
+        );
+    }
     let legacy = std::fs::read_to_string(sb.home.join(".kimi/config.toml"))?;
-    if legacy.contains("memloop hook stop") || !legacy.contains("default_model = \"k\"") {
+    if legacy.contains("memloop hook stop")
+        || !legacy.contains("default_model = \"k\"")
+        || !legacy.contains("matcher = \"WriteFile\"")
+    {
         bail!(
             "~/.kimi/config.toml should keep the user's settings and lose memloop's hook:\n{legacy}"
         );
@@ -251,6 +275,11 @@ fn kimi(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     } = super::connected::kimi_offers_memory(ctx, sb)?;
     if !offered {
         bail!("after the upgrade Kimi offered no mcp__memory__memory_store\n{report}");
+    }
+    if !carried_marker(sb).exists() {
+        bail!(
+            "Kimi Code did not run the UserPromptSubmit hook carried from ~/.kimi/config.toml\n{report}"
+        );
     }
     // Control: with the `streamable-http` entry put back, Kimi Code drops every file-declared
     // server, memloop's included (research/kimi.md section 2), which is why it is migrated.
