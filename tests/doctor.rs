@@ -354,7 +354,9 @@ fn snapshot_sandbox() -> Sandbox {
     .unwrap();
     std::fs::write(
         sandbox.home.join(".kimi-code/config.toml"),
-        "[[hooks]]\nevent = \"PreToolUse\"\nmatcher = \"*\"\ncommand = \"./guard.sh\"\n\n[[hooks]]\nevent = \"Stop\"\ncommand = \"memloop hook stop --agent kimi\"\ntimeout = 15\n",
+        "[[hooks]]\nevent = \"PreToolUse\"\nmatcher = \"*\"\ncommand = \"./guard.sh\"\n\n[[hooks]]\nevent = \"Stop\"\ncommand = \"memloop hook stop --agent kimi\"\ntimeout = 15\n\n\
+         [[hooks]]\nevent = \"UserPromptSubmit\"\ncommand = \"memloop hook session-start --agent kimi\"\ntimeout = 10\n\n\
+         [[hooks]]\nevent = \"PreCompact\"\ncommand = \"memloop hook pre-compact --agent kimi\"\ntimeout = 10\n",
     )
     .unwrap();
     sandbox

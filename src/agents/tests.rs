@@ -16,7 +16,15 @@ fn pending_lists_what_applies_and_writes_nothing() {
     ]);
     let home = dir.path().join("home");
     let ids = pending_in(&env(&home, &repo, true), &migrations()).unwrap();
-    assert_eq!(ids, ["claude-hook-shape", "kimi-legacy-to-code"]);
+    // The Stop hook moved over to Kimi Code gets its session-start pair there.
+    assert_eq!(
+        ids,
+        [
+            "claude-hook-shape",
+            "kimi-legacy-to-code",
+            "kimi-session-start"
+        ]
+    );
     assert_eq!(
         std::fs::read_to_string(home.join(".kimi/config.toml")).unwrap(),
         LEGACY_KIMI
@@ -28,7 +36,10 @@ fn pending_lists_what_applies_and_writes_nothing() {
 fn pending_is_empty_when_nothing_applies() {
     let (dir, repo) = world(&[(
         "home/.kimi-code/config.toml",
-        "[[hooks]]\nevent = \"Stop\"\ncommand = \"memloop hook stop --agent kimi\"\ntimeout = 15\n",
+        "[[hooks]]\nevent = \"Stop\"\ncommand = \"memloop hook stop --agent kimi\"\ntimeout = 15\n\n\
+         [[hooks]]\nevent = \"UserPromptSubmit\"\ncommand = \"memloop hook session-start --agent kimi\"\n\
+         timeout = 10\n\n[[hooks]]\nevent = \"PreCompact\"\ncommand = \"memloop hook pre-compact --agent kimi\"\n\
+         timeout = 10\n",
     )]);
     let ids = pending_in(&env(&dir.path().join("home"), &repo, true), &migrations()).unwrap();
     assert!(ids.is_empty(), "{ids:?}");

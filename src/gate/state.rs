@@ -4,7 +4,9 @@
 //! shared temp dir, where another user could plant or read a session's counter. File names are
 //! a hash of the agent and session id, so a session id is never used as a path:
 //! `<hash>.0.state` and `<hash>.1.state` for the state, `<hash>.ledger` for OpenCode's
-//! recorded calls. Files untouched for seven days are pruned at the first stop of every session.
+//! recorded calls, `<hash>.start` and `<hash>.compact` for Kimi's session start (an empty file
+//! each). Files untouched for seven days are pruned at the first stop or first prompt of every
+//! session.
 //!
 //! The state is written atomically without any rename: saves alternate between the two slot
 //! files, each record carries a sequence number, its length and a SHA-256 of its body, and a
@@ -259,6 +261,70 @@ impl Store {
     }
 }
 
+/// Kimi Code's session start (`agents::kimi::start`): its only event whose output reaches the
+/// model fires on every prompt, so the index goes out on a session's first prompt and on the
+/// first one after each compaction. Two empty files per session say which: `<key>.start` (the
+/// index was given) and `<key>.compact` (a compaction began since). Each claim is a create or a
+/// remove, so two runs at once never both win, and no file ever grows.
+impl Store {
+    fn marker(&self, agent: &str, session_id: &str, kind: &str) -> PathBuf {
+        self.dir
+            .join(format!("{}.{kind}", session_key(agent, session_id)))
+    }
+
+    /// True for the first run that asks about `session_id`, false for every later one. A new
+    /// session prunes old files, as the first stop of a session does.
+    pub fn claim_start(&self, agent: &str, session_id: &str) -> anyhow::Result<bool> {
+        let key = session_key(agent, session_id);
+        let path = self.marker(agent, session_id, "start");
+        let claimed = create_new(&path)
+            .with_context(|| format!("cannot write the session marker {}", path.display()))?;
+        if claimed {
+            self.prune(&key);
+        }
+        Ok(claimed)
+    }
+
+    /// Gives a claimed start back (the index could not be given after all).
+    pub fn release_start(&self, agent: &str, session_id: &str) {
+        let _ = fs::remove_file(self.marker(agent, session_id, "start"));
+    }
+
+    /// Notes that `session_id` is about to be compacted.
+    pub fn mark_compaction(&self, agent: &str, session_id: &str) -> anyhow::Result<()> {
+        let path = self.marker(agent, session_id, "compact");
+        create_new(&path)
+            .map(|_| ())
+            .with_context(|| format!("cannot write the compaction marker {}", path.display()))
+    }
+
+    /// True when a compaction was noted since the last call, taking the note.
+    pub fn take_compaction(&self, agent: &str, session_id: &str) -> anyhow::Result<bool> {
+        let path = self.marker(agent, session_id, "compact");
+        match fs::remove_file(&path) {
+            Ok(()) => Ok(true),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(err) => Err(err).with_context(|| format!("cannot remove {}", path.display())),
+        }
+    }
+}
+
+/// Creates an empty private file; false when it was there already.
+fn create_new(path: &Path) -> io::Result<bool> {
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    match options.open(path) {
+        Ok(_) => Ok(true),
+        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(err) => Err(err),
+    }
+}
+
 /// The gate's debug log in the state directory; started afresh past this size.
 pub const DEBUG_LOG: &str = "debug.log";
 const DEBUG_LOG_MAX: u64 = 1 << 20;
@@ -352,7 +418,10 @@ fn is_ours(name: &str) -> bool {
     };
     key.len() == HASH_HEX
         && key.bytes().all(|b| b.is_ascii_hexdigit())
-        && matches!(rest, "ledger" | "0.state" | "1.state" | "stop")
+        && matches!(
+            rest,
+            "ledger" | "0.state" | "1.state" | "stop" | "start" | "compact"
+        )
 }
 
 fn is_old(entry: &fs::DirEntry, now: SystemTime) -> bool {
@@ -457,6 +526,28 @@ mod tests {
         let bytes = fs::read(&newest).unwrap();
         fs::write(&newest, &bytes[..bytes.len() - 3]).unwrap();
         assert_eq!(store.load("kimi", "s").unwrap().0, first);
+    }
+
+    #[test]
+    fn a_session_start_is_claimed_once_and_again_after_each_compaction() {
+        let temp = tempfile::tempdir().unwrap();
+        let store = store(temp.path());
+        assert!(store.claim_start("kimi", "s").unwrap());
+        assert!(!store.claim_start("kimi", "s").unwrap());
+        assert!(store.claim_start("kimi", "other").unwrap());
+        assert!(!store.take_compaction("kimi", "s").unwrap());
+        store.mark_compaction("kimi", "s").unwrap();
+        store.mark_compaction("kimi", "s").unwrap();
+        assert!(store.take_compaction("kimi", "s").unwrap());
+        assert!(!store.take_compaction("kimi", "s").unwrap());
+        store.release_start("kimi", "s");
+        assert!(store.claim_start("kimi", "s").unwrap());
+        // Empty files of ours, pruned with the rest.
+        for entry in fs::read_dir(&store.dir).unwrap() {
+            let entry = entry.unwrap();
+            assert!(is_ours(entry.file_name().to_str().unwrap()));
+            assert_eq!(entry.metadata().unwrap().len(), 0);
+        }
     }
 
     #[test]

@@ -11,15 +11,20 @@
 //! takes a PreCompact hook's words to the summary only as `hookSpecificOutput.additionalContext`
 //! (plain stdout of that event is shown to the user alone).
 //!
-//! stdin may carry the agent's hook input; only its `cwd` is read, it is optional, and it is
-//! waited for at most [`INPUT_WAIT`], so the hook never hangs on a pipe nobody closes. Exit 0
-//! with the text (or nothing, with `[memory] session_start = false`); exit 1 with one
-//! `memloop hook:` line on stderr when it fails, never 2, which some agents read as a block.
+//! With `--agent kimi` (run on every prompt, Kimi's only event that reaches the model) and a
+//! `session_id` in the input, the text is printed on a session's first prompt and the first
+//! after each compaction only, and `pre-compact` notes the compaction instead of printing.
+//!
+//! stdin may carry the agent's hook input; its `cwd` (and Kimi's `session_id`) is read, it is
+//! optional, and it is waited for at most [`INPUT_WAIT`], so the hook never hangs on a pipe
+//! nobody closes. Exit 0 with the text (or nothing, with `[memory] session_start = false`);
+//! exit 1 with one `memloop hook:` line on stderr when it fails, never 2, which some agents
+//! read as a block.
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::mpsc;
+use std::sync::{OnceLock, mpsc};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -74,7 +79,12 @@ pub fn run(args: SessionStartArgs) -> ExitCode {
 }
 
 pub fn run_event(args: SessionStartArgs, event: Event) -> ExitCode {
-    match session_start(&args, event) {
+    let outcome = if args.agent.as_deref() == Some("kimi") {
+        kimi(&args, event)
+    } else {
+        session_start(&args, event)
+    };
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             let why = format!("{err:#}");
@@ -127,6 +137,27 @@ fn session_start(args: &SessionStartArgs, event: Event) -> anyhow::Result<()> {
     print(&out)
 }
 
+/// Kimi Code runs memloop's session-start piece on every prompt (`agents::kimi::start`): whether
+/// this prompt gets the index is settled from the hook input alone, before the repository or the
+/// store is read. Run by hand (no `session_id`), it prints like any other agent's.
+fn kimi(args: &SessionStartArgs, event: Event) -> anyhow::Result<()> {
+    use crate::agents::kimi::start;
+    let session = hook_input()
+        .and_then(|input| input.get("session_id")?.as_str())
+        .filter(|id| !id.is_empty());
+    let Some(session) = session.filter(|_| args.rest.is_empty()) else {
+        return session_start(args, event);
+    };
+    match event {
+        // What Kimi's PreCompact hooks print goes nowhere: the note is all that matters.
+        Event::PreCompact => start::note_compaction(session),
+        Event::SessionStart => match start::claim(session)? {
+            None => Ok(()),
+            Some(claim) => session_start(args, event).inspect_err(|_| claim.give_back()),
+        },
+    }
+}
+
 fn hook_json(event: &str, text: &str) -> String {
     let answer = json!({"hookSpecificOutput": {
         "hookEventName": event,
@@ -145,6 +176,20 @@ fn print(out: &str) -> anyhow::Result<()> {
 
 /// The `cwd` of the agent's hook input, if one arrives in time and holds it.
 fn input_cwd() -> Option<PathBuf> {
+    let cwd = hook_input()?
+        .get("cwd")?
+        .as_str()
+        .filter(|cwd| !cwd.is_empty())?;
+    Some(PathBuf::from(cwd))
+}
+
+/// The agent's hook input (read once, waited for at most [`INPUT_WAIT`]), if it is JSON.
+fn hook_input() -> Option<&'static Value> {
+    static INPUT: OnceLock<Option<Value>> = OnceLock::new();
+    INPUT.get_or_init(read_input).as_ref()
+}
+
+fn read_input() -> Option<Value> {
     if std::io::stdin().is_terminal() {
         return None;
     }
@@ -156,7 +201,5 @@ fn input_cwd() -> Option<PathBuf> {
         let _ = sender.send(read.map(|_| bytes));
     });
     let bytes = receiver.recv_timeout(INPUT_WAIT).ok()?.ok()?;
-    let input: Value = serde_json::from_slice(&bytes).ok()?;
-    let cwd = input.get("cwd")?.as_str().filter(|cwd| !cwd.is_empty())?;
-    Some(PathBuf::from(cwd))
+    serde_json::from_slice(&bytes).ok()
 }

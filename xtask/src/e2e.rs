@@ -29,6 +29,7 @@ pub mod proc;
 mod qwen;
 mod sandbox;
 mod session_start;
+mod session_start_kimi;
 mod summary;
 mod tools;
 mod upgrade;
@@ -270,6 +271,11 @@ const SCENARIOS: &[Scenario] = &[
         name: "session-start-opencode",
         about: "a stored note is in the system prompt of OpenCode's first model request (memloop's plugin); after POST /session/:id/summarize (the reminder in the summary's prompt) the next request holds the index again",
         run: session_start::opencode,
+    },
+    Scenario {
+        name: "session-start-kimi",
+        about: "a stored note is in Kimi Code's first model request (memloop's UserPromptSubmit hook), not given again on the session's second prompt; after an automatic compaction (PreCompact notes it) the next prompt's request holds the index again",
+        run: session_start_kimi::run,
     },
     Scenario {
         name: "session-start-codex",

@@ -9,13 +9,29 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::agents::kimi::upgrade::{TOOL_EVENTS, rename_tools};
-use crate::agents::kimi::{KimiFlavor, code_home, legacy_home};
+use crate::agents::kimi::{
+    KimiFlavor, PRE_COMPACT_COMMAND, SESSION_START_COMMAND, code_home, legacy_home,
+};
 use crate::config::AgentId;
 use crate::doctor::locate::{JsonFile, Step, read_text};
 use crate::doctor::{Doctor, Finding};
 use crate::edit::json::Dialect;
 
 const AGENT: AgentId = AgentId::Kimi;
+/// memloop's session-start commands, the one event each works on in Kimi Code (`start.rs`), and
+/// what is lost elsewhere.
+const SESSION_EVENTS: &[(&str, &str, &str)] = &[
+    (
+        SESSION_START_COMMAND,
+        "UserPromptSubmit",
+        "the memory index never reaches the model",
+    ),
+    (
+        PRE_COMPACT_COMMAND,
+        "PreCompact",
+        "the memory index does not come back after a compaction",
+    ),
+];
 const HOOK_KEYS: &[&str] = &["event", "matcher", "command", "timeout"];
 const LEGACY_EVENTS: &[&str] = &[
     "PreToolUse",
@@ -304,6 +320,34 @@ fn config_toml(d: &mut Doctor, path: &Path, flavor: KimiFlavor, events: &[&str])
                     "set timeout to a whole number of seconds from 1 to 600".into(),
                 ),
             }
+        }
+        if flavor == KimiFlavor::Code
+            && let Some((command, wanted, lost)) =
+                get("command").and_then(|v| v.as_str()).and_then(|command| {
+                    SESSION_EVENTS
+                        .iter()
+                        .find(|(ours, _, _)| *ours == command.trim())
+                })
+            && let Some(event) = get("event").and_then(|v| v.as_str())
+            && event != *wanted
+        {
+            let why = match event {
+                "SessionStart" | "PreCompact" | "PostCompact" => {
+                    "Kimi Code discards what that event's hooks print".to_owned()
+                }
+                _ => format!("memloop expects it on `{wanted}`"),
+            };
+            d.push(
+                Finding::warning(
+                    AGENT,
+                    "session-start",
+                    format!("{here} runs `{command}` on `{event}`: {why}, so {lost}"),
+                )
+                .at(&display, Some(hook.line))
+                .fix(format!(
+                    "set event = \"{wanted}\" (`memloop sync --user-scope` writes it)"
+                )),
+            );
         }
     }
     if problems == 0 {

@@ -1,11 +1,14 @@
 //! Kimi Code 2.x: the project MCP server in `.kimi-code/mcp.json` (`transport` always set: Kimi
 //! ignores `type`) and the Stop hook in the user's `$KIMI_CODE_HOME/config.toml` (Kimi has no
 //! project hooks). Legacy kimi-cli 1.x reads `~/.kimi/config.toml` and `~/.kimi/mcp.json`.
-//! Facts: research/kimi.md.
+//! The session-start pieces (Kimi Code only) sit beside the Stop hook: see [`start`].
+//! Facts: research/kimi.md, xtask/src/e2e/session_start_facts.md.
 
 pub mod doctor;
 pub mod gate;
 pub mod live;
+pub mod start;
+pub mod start_upgrade;
 pub mod trust;
 pub mod upgrade;
 
@@ -104,6 +107,13 @@ pub fn kimi_flavor() -> KimiFlavor {
 
 pub const HOOK_COMMAND: &str = "memloop hook stop --agent kimi";
 pub const HOOK_TIMEOUT: i64 = 15;
+/// On `UserPromptSubmit`, the one event whose output reaches Kimi Code's model (SessionStart's
+/// is discarded); memloop prints the index on a session's first prompt only ([`start`]).
+pub const SESSION_START_COMMAND: &str = "memloop hook session-start --agent kimi";
+/// On `PreCompact`: notes the compaction, so the next prompt brings the index back.
+pub const PRE_COMPACT_COMMAND: &str = "memloop hook pre-compact --agent kimi";
+/// Seconds; the repeat answer costs a few milliseconds, the index a few more.
+pub const SESSION_HOOK_TIMEOUT: i64 = 10;
 
 /// Kimi Code's data root: `$KIMI_CODE_HOME`, else `~/.kimi-code`.
 pub fn code_home(ctx: &Context) -> PathBuf {
@@ -160,10 +170,7 @@ pub fn targets(
             agents: vec![AgentId::Kimi],
             desired: Desired::Fragments {
                 format: Format::Toml,
-                fragments: vec![Fragment::TomlEntry {
-                    key: "hooks".into(),
-                    entry: hook_entry(),
-                }],
+                fragments: config_fragments(flavor, ctx.config.memory.session_start),
             },
             note: None,
         });
@@ -194,16 +201,51 @@ fn json_target(path: PathBuf, display: String, scope: Scope, fragment: Fragment)
     }
 }
 
+/// memloop's `[[hooks]]` entries in the user's config: the Stop gate, and for Kimi Code the
+/// session-start pair unless `[memory] session_start = false` retires it (kimi-cli 1.x was never
+/// checked with a real program, so it keeps the gate alone).
+pub fn config_fragments(flavor: KimiFlavor, session_start: bool) -> Vec<Fragment> {
+    let entry = |entry: Entry| Fragment::TomlEntry {
+        key: "hooks".into(),
+        entry,
+    };
+    let mut fragments = vec![entry(hook_entry())];
+    if flavor == KimiFlavor::Code {
+        fragments.push(entry(session_start_entry()).wanted_if(session_start));
+        fragments.push(entry(pre_compact_entry()).wanted_if(session_start));
+    }
+    fragments
+}
+
 /// One `[[hooks]]` entry with only the keys Kimi accepts (an extra key disables every hook) and no
 /// matcher (Claude's `"*"` is an invalid regex there; the gate reads Kimi's session log itself).
 pub fn hook_entry() -> Entry {
+    command_entry("Stop", HOOK_COMMAND, HOOK_TIMEOUT)
+}
+
+/// The session-start entry: no matcher, since a UserPromptSubmit matcher is matched against the
+/// prompt's text.
+pub fn session_start_entry() -> Entry {
+    command_entry(
+        "UserPromptSubmit",
+        SESSION_START_COMMAND,
+        SESSION_HOOK_TIMEOUT,
+    )
+}
+
+/// The compaction marker: no matcher, so manual and automatic compactions both count.
+pub fn pre_compact_entry() -> Entry {
+    command_entry("PreCompact", PRE_COMPACT_COMMAND, SESSION_HOOK_TIMEOUT)
+}
+
+fn command_entry(event: &str, command: &str, timeout: i64) -> Entry {
     Entry {
         fields: vec![
-            ("event".into(), EntryValue::String("Stop".into())),
-            ("command".into(), EntryValue::String(HOOK_COMMAND.into())),
-            ("timeout".into(), EntryValue::Integer(HOOK_TIMEOUT)),
+            ("event".into(), EntryValue::String(event.into())),
+            ("command".into(), EntryValue::String(command.into())),
+            ("timeout".into(), EntryValue::Integer(timeout)),
         ],
-        identity: ("command".into(), HOOK_COMMAND.into()),
+        identity: ("command".into(), command.into()),
     }
 }
 

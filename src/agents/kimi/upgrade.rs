@@ -44,7 +44,13 @@ const KIMI_CODE: Range = Range::Versions {
 
 /// Kimi's migrations, in the order they run.
 /// The user's hooks are carried before memloop's moves, so the lines named are those on disk.
-pub const MIGRATIONS: &[Migration] = &[LEGACY_HOOKS, LEGACY_TO_CODE, STREAMABLE_HTTP, TOOL_NAMES];
+pub const MIGRATIONS: &[Migration] = &[
+    LEGACY_HOOKS,
+    LEGACY_TO_CODE,
+    STREAMABLE_HTTP,
+    TOOL_NAMES,
+    super::start_upgrade::SESSION_START,
+];
 
 pub const LEGACY_TO_CODE: Migration = Migration {
     id: "kimi-legacy-to-code",

@@ -25,7 +25,7 @@ pub const PRE_COMPACT_MARK: &str = "older turns are about to be summarised";
 /// How Claude Code 2.1.328 opens the conversation after a compaction.
 const COMPACTED_MARK: &str = "This session is being continued from a previous conversation";
 
-fn needs(ctx: &Ctx) -> Result<()> {
+pub(super) fn needs(ctx: &Ctx) -> Result<()> {
     ctx.caps.need_init()?;
     ctx.caps.need_hook()?;
     ctx.caps.need_serve()
@@ -63,7 +63,7 @@ pub fn seed(sb: &Sandbox) -> Result<()> {
 }
 
 /// Every text of a request body (system prompt, messages, tool results), flattened.
-fn all_text(body: &Value) -> String {
+pub(super) fn all_text(body: &Value) -> String {
     let mut out = String::new();
     fn walk(v: &Value, out: &mut String) {
         match v {
@@ -88,14 +88,14 @@ fn all_text(body: &Value) -> String {
 }
 
 /// The conversation requests (those offering tools: not title or quota calls), in order.
-fn conversation_calls(fake: &FakeModel) -> Vec<Exchange> {
+pub(super) fn conversation_calls(fake: &FakeModel) -> Vec<Exchange> {
     fake.model_calls()
         .into_iter()
         .filter(|ex| !ex.conversation(fake.dialect).tools.is_empty())
         .collect()
 }
 
-fn save(sb: &Sandbox, fake: &FakeModel) {
+pub(super) fn save(sb: &Sandbox, fake: &FakeModel) {
     let _ = std::fs::write(sb.root.join("model-requests.jsonl"), fake.dump());
 }
 
@@ -231,7 +231,7 @@ pub fn claude(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
 }
 
 /// A model that only chats: no files written, no store (the gate lets such a session stop).
-fn quiet_script(ctx: &Ctx, sb: &Sandbox) -> Script {
+pub(super) fn quiet_script(ctx: &Ctx, sb: &Sandbox) -> Script {
     Script {
         repo: sb.repo.clone(),
         writes: 0,

@@ -1,0 +1,282 @@
+//! Kimi Code's session start through the real binary: `memloop hook session-start --agent kimi`
+//! runs on every prompt (UserPromptSubmit) and gives the index on a session's first prompt and
+//! on the first one after each compaction (noted by `memloop hook pre-compact --agent kimi`),
+//! deciding that from the hook input before it reads the repository.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+const NOTE: &str =
+    "Release builds need the vendored OpenSSL: the system one lacks the legacy provider.";
+const TITLE: &str = "Release builds need the vendored OpenSSL";
+
+struct World {
+    _temp: tempfile::TempDir,
+    repo: PathBuf,
+    state: PathBuf,
+}
+
+impl World {
+    fn new() -> World {
+        let temp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(temp.path()).unwrap();
+        let (repo, state) = (root.join("repo"), root.join("state"));
+        let notes = repo.join(".memloop/memory/notes");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(&notes).unwrap();
+        std::fs::write(
+            notes.join("n-20261130-095501-aaaaaa.md"),
+            format!(
+                "---\ncategory: gotchas\nimportance: 8\ntags: [release, openssl]\ncreated: \
+                 2026-11-30T09:55:01.123Z\n---\n{NOTE}\n"
+            ),
+        )
+        .unwrap();
+        World {
+            _temp: temp,
+            repo,
+            state,
+        }
+    }
+
+    fn hook(&self, event: &str, input: &str) -> Output {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_memloop"))
+            .args(["hook", event, "--agent", "kimi"])
+            .current_dir(&self.repo)
+            .env_remove("MEMLOOP_ROOT")
+            .env("XDG_STATE_HOME", &self.state)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    /// What one prompt of `session` is given (the hook must succeed).
+    fn prompt(&self, session: &str) -> String {
+        let input = serde_json::json!({"hook_event_name": "UserPromptSubmit", "session_id": session,
+            "cwd": self.repo, "prompt": "hello", "is_steer": false, "client_type": "cli"});
+        let out = self.hook("session-start", &input.to_string());
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn compact(&self, session: &str) {
+        let input = serde_json::json!({"hook_event_name": "PreCompact", "session_id": session,
+            "cwd": self.repo, "trigger": "manual", "token_count": 1200});
+        let out = self.hook("pre-compact", &input.to_string());
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.stdout, b"", "Kimi discards what PreCompact prints");
+    }
+
+    fn state_files(&self) -> Vec<(String, u64)> {
+        let dir = self.state.join("memloop/gate");
+        let mut files: Vec<(String, u64)> = std::fs::read_dir(&dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|e| {
+                        let len = e.metadata().unwrap().len();
+                        (e.file_name().to_string_lossy().into_owned(), len)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        files.sort();
+        files
+    }
+}
+
+fn holds_index(text: &str) -> bool {
+    text.contains("Memory index") && text.contains(TITLE)
+}
+
+#[test]
+fn the_index_comes_on_the_first_prompt_and_after_each_compaction_only() {
+    let world = World::new();
+    let first = world.prompt("s-1");
+    assert!(holds_index(&first), "{first}");
+    assert_eq!(world.prompt("s-1"), "", "the second prompt of a session");
+    assert_eq!(world.prompt("s-1"), "");
+
+    world.compact("s-1");
+    world.compact("s-1"); // two compactions before the next prompt give the index once
+    assert_eq!(
+        world.prompt("s-1"),
+        first,
+        "the first prompt after a compaction"
+    );
+    assert_eq!(world.prompt("s-1"), "");
+
+    assert_eq!(
+        world.prompt("s-2"),
+        first,
+        "another session starts with it too"
+    );
+    assert_eq!(world.prompt("s-1"), "");
+
+    // A handful of empty files, one or two per session: nothing grows with the prompts.
+    let files = world.state_files();
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert!(
+        files
+            .iter()
+            .all(|(name, len)| name.ends_with(".start") && *len == 0)
+    );
+}
+
+#[test]
+fn a_repeat_prompt_is_answered_without_reading_the_repository() {
+    let world = World::new();
+    assert!(holds_index(&world.prompt("s")));
+    // A memloop.toml the hook cannot parse: only a run that reads the repository notices.
+    std::fs::write(world.repo.join("memloop.toml"), "[memory\n").unwrap();
+    assert_eq!(world.prompt("s"), "");
+    world.compact("s");
+    let input = serde_json::json!({"session_id": "s", "cwd": world.repo});
+    let failed = world.hook("session-start", &input.to_string());
+    assert_eq!(failed.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&failed.stderr).contains("memloop hook:"),
+        "{}",
+        String::from_utf8_lossy(&failed.stderr)
+    );
+    // The failed run gave its turn back: once the file is fixed, the index comes.
+    std::fs::write(world.repo.join("memloop.toml"), "").unwrap();
+    assert!(holds_index(&world.prompt("s")));
+    assert_eq!(world.prompt("s"), "");
+}
+
+#[test]
+fn a_failed_first_prompt_leaves_the_index_for_the_next() {
+    let world = World::new();
+    std::fs::write(world.repo.join("memloop.toml"), "[memory\n").unwrap();
+    let input = serde_json::json!({"session_id": "s", "cwd": world.repo});
+    assert_eq!(
+        world
+            .hook("session-start", &input.to_string())
+            .status
+            .code(),
+        Some(1)
+    );
+    std::fs::remove_file(world.repo.join("memloop.toml")).unwrap();
+    assert!(holds_index(&world.prompt("s")));
+}
+
+#[test]
+fn without_a_session_id_it_prints_every_time_as_for_any_agent() {
+    let world = World::new();
+    for input in ["", "{}", "not json", "{\"session_id\": \"\"}"] {
+        let out = world.hook("session-start", input);
+        assert!(out.status.success());
+        assert!(
+            holds_index(&String::from_utf8_lossy(&out.stdout)),
+            "{input:?}"
+        );
+    }
+    let pre = world.hook("pre-compact", "");
+    assert!(
+        String::from_utf8_lossy(&pre.stdout).contains("older turns are about to be summarised")
+    );
+    assert!(world.state_files().is_empty());
+}
+
+#[test]
+fn switched_off_it_prints_nothing() {
+    let world = World::new();
+    std::fs::write(
+        world.repo.join("memloop.toml"),
+        "[memory]\nsession_start = false\n",
+    )
+    .unwrap();
+    assert_eq!(world.prompt("s"), "");
+}
+
+/// Kimi's pair is an owned fragment in the user's config like the gate: `session_start = false`
+/// shows as drift in diff and doctor until sync takes it out, on again puts it back, and
+/// uninstall leaves the user's file without any of memloop's entries.
+#[test]
+fn the_pair_follows_session_start_through_sync_diff_doctor_and_uninstall() {
+    let world = World::new();
+    let home = world.repo.parent().unwrap().join("home");
+    std::fs::create_dir_all(home.join(".kimi-code")).unwrap();
+    let config = home.join(".kimi-code/config.toml");
+    let mine = "# mine\n[[hooks]]\nevent = \"UserPromptSubmit\"\ncommand = \"./lint.sh\"\n";
+    std::fs::write(&config, mine).unwrap();
+    // Kimi Code on PATH, so doctor reads the user's files too.
+    let bin = home.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("kimi"), "#!/bin/sh\necho 2.1.0\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(bin.join("kimi"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_memloop"))
+            .args(args)
+            .current_dir(&world.repo)
+            .env_clear()
+            .env("HOME", &home)
+            .env("PATH", &bin)
+            .env("XDG_STATE_HOME", &world.state)
+            .output()
+            .unwrap()
+    };
+    let ok = |args: &[&str]| {
+        let out = run(args);
+        assert!(
+            out.status.success(),
+            "memloop {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let pair = [
+        "memloop hook session-start --agent kimi",
+        "memloop hook pre-compact --agent kimi",
+    ];
+    ok(&["init", "--yes", "--agents", "kimi", "--user-scope"]);
+    let installed = std::fs::read_to_string(&config).unwrap();
+    assert!(pair.iter().all(|p| installed.contains(p)), "{installed}");
+    assert!(installed.starts_with(mine), "{installed}");
+
+    let toml = world.repo.join("memloop.toml");
+    let on = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, format!("{on}\n[memory]\nsession_start = false\n")).unwrap();
+    assert_eq!(run(&["diff", "--user-scope"]).status.code(), Some(1));
+    let doctor = run(&["doctor", "--format", "json"]);
+    let report = String::from_utf8_lossy(&doctor.stdout);
+    let switched_off = report
+        .lines()
+        .filter(|l| l.contains("switched off by [memory] session_start = false"))
+        .count();
+    assert_eq!(switched_off, 2, "{report}");
+    assert_eq!(doctor.status.code(), Some(1), "{report}");
+    ok(&["sync", "--user-scope"]);
+    let off = std::fs::read_to_string(&config).unwrap();
+    assert!(pair.iter().all(|p| !off.contains(p)), "{off}");
+    assert!(off.contains("memloop hook stop --agent kimi"), "{off}");
+    assert_eq!(run(&["diff", "--user-scope"]).status.code(), Some(0));
+
+    std::fs::write(&toml, &on).unwrap();
+    ok(&["sync", "--user-scope"]);
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), installed);
+    ok(&["uninstall", "--yes"]);
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), mine);
+}
