@@ -6,6 +6,7 @@
 //! transaction by the command (`commands::upgrade`) or shown as diffs.
 
 pub mod files;
+pub mod joined_groups;
 pub mod memloop;
 
 use crate::config::AgentId;

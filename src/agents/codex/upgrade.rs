@@ -10,13 +10,11 @@
 
 use std::path::PathBuf;
 
-use serde_json::Value;
-
 use super::{HOOK_COMMAND, HOOKS_JSON, SESSION_START_COMMAND, codex_home, session_start_group};
 use crate::config::AgentId;
 use crate::edit::json::Dialect;
 use crate::engine::PlanError;
-use crate::target::is_hook_group_for;
+use crate::upgrade::joined_groups::{JoinedGroups, Piece};
 use crate::upgrade::{Env, Files, Migration};
 use crate::version::{Product, Range, Version};
 
@@ -32,46 +30,23 @@ pub const SESSION_START: Migration = Migration {
     rewrite: session_start_rewrite,
 };
 
-fn holds_group(doc: &Value, event: &str, command: &str) -> bool {
-    doc.pointer(&format!("/hooks/{event}"))
-        .and_then(Value::as_array)
-        .is_some_and(|groups| groups.iter().any(|g| is_hook_group_for(g, command)))
-}
+const SESSION_START_GROUPS: JoinedGroups = JoinedGroups {
+    file: HOOKS_JSON,
+    dialect: Dialect::Strict,
+    gate: ("Stop", HOOK_COMMAND),
+    pieces: &[Piece {
+        event: "SessionStart",
+        command: SESSION_START_COMMAND,
+        group: session_start_group,
+    }],
+};
 
 fn session_start_detect(env: &Env, files: &mut Files) -> Result<Vec<String>, PlanError> {
-    if !env.ctx.config.memory.session_start {
-        return Ok(Vec::new());
-    }
-    let path = env.ctx.root.join(HOOKS_JSON);
-    let Some((doc, _)) = files.json(&path, Dialect::Strict)? else {
-        return Ok(Vec::new());
-    };
-    let value = doc.value();
-    Ok(
-        if holds_group(&value, "Stop", HOOK_COMMAND)
-            && !holds_group(&value, "SessionStart", SESSION_START_COMMAND)
-        {
-            vec![format!(
-                "{}: memloop's Stop hook without its SessionStart hook (written by an older memloop)",
-                files.display(&path)
-            )]
-        } else {
-            Vec::new()
-        },
-    )
+    SESSION_START_GROUPS.detect(env, files)
 }
 
 fn session_start_rewrite(env: &Env, files: &mut Files) -> Result<(), PlanError> {
-    let path = env.ctx.root.join(HOOKS_JSON);
-    let Some((mut doc, encoding)) = files.json(&path, Dialect::Strict)? else {
-        return Ok(());
-    };
-    doc.upsert_item(
-        &["hooks".into(), "SessionStart".into()],
-        &session_start_group(),
-        &|group| is_hook_group_for(group, SESSION_START_COMMAND),
-    )?;
-    files.write_text(&path, &doc.to_text(), encoding)
+    SESSION_START_GROUPS.rewrite(env, files)
 }
 
 pub const HOOKS_FEATURE: Migration = Migration {

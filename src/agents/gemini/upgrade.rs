@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::{DIALECT, HOOK_COMMAND, SESSION_START_COMMAND, SETTINGS, session_start_group};
 use crate::config::AgentId;
 use crate::engine::PlanError;
-use crate::target::is_hook_group_for;
+use crate::upgrade::joined_groups::{JoinedGroups, Piece};
 use crate::upgrade::{Env, Files, Migration};
 use crate::version::{Product, Range, Version};
 
@@ -30,46 +30,23 @@ pub const SESSION_START: Migration = Migration {
     rewrite: session_start_rewrite,
 };
 
-fn holds_group(doc: &Value, event: &str, command: &str) -> bool {
-    doc.pointer(&format!("/hooks/{event}"))
-        .and_then(Value::as_array)
-        .is_some_and(|groups| groups.iter().any(|g| is_hook_group_for(g, command)))
-}
+const SESSION_START_GROUPS: JoinedGroups = JoinedGroups {
+    file: SETTINGS,
+    dialect: DIALECT,
+    gate: ("AfterAgent", HOOK_COMMAND),
+    pieces: &[Piece {
+        event: "SessionStart",
+        command: SESSION_START_COMMAND,
+        group: session_start_group,
+    }],
+};
 
 fn session_start_detect(env: &Env, files: &mut Files) -> Result<Vec<String>, PlanError> {
-    if !env.ctx.config.memory.session_start {
-        return Ok(Vec::new());
-    }
-    let settings = env.ctx.root.join(SETTINGS);
-    let Some((doc, _)) = files.json(&settings, DIALECT)? else {
-        return Ok(Vec::new());
-    };
-    let value = doc.value();
-    Ok(
-        if holds_group(&value, "AfterAgent", HOOK_COMMAND)
-            && !holds_group(&value, "SessionStart", SESSION_START_COMMAND)
-        {
-            vec![format!(
-                "{}: memloop's AfterAgent hook without its SessionStart hook (written by an older memloop)",
-                files.display(&settings)
-            )]
-        } else {
-            Vec::new()
-        },
-    )
+    SESSION_START_GROUPS.detect(env, files)
 }
 
 fn session_start_rewrite(env: &Env, files: &mut Files) -> Result<(), PlanError> {
-    let settings = env.ctx.root.join(SETTINGS);
-    let Some((mut doc, encoding)) = files.json(&settings, DIALECT)? else {
-        return Ok(());
-    };
-    doc.upsert_item(
-        &["hooks".into(), "SessionStart".into()],
-        &session_start_group(),
-        &|group| is_hook_group_for(group, SESSION_START_COMMAND),
-    )?;
-    files.write_text(&settings, &doc.to_text(), encoding)
+    SESSION_START_GROUPS.rewrite(env, files)
 }
 
 pub const HOOKS_SWITCH: Migration = Migration {

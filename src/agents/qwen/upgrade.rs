@@ -8,12 +8,10 @@
 //!   after a compaction, the reminder before one); they are added, as sync would (unless
 //!   `[memory] session_start = false`).
 
-use serde_json::Value;
-
 use super::{DIALECT, HOOK_COMMAND, PRE_COMPACT_COMMAND, PROJECT_SETTINGS, SESSION_START_COMMAND};
 use crate::config::AgentId;
 use crate::engine::PlanError;
-use crate::target::is_hook_group_for;
+use crate::upgrade::joined_groups::{JoinedGroups, Piece};
 use crate::upgrade::{Env, Files, Migration};
 use crate::version::Range;
 
@@ -28,62 +26,28 @@ pub const SESSION_START: Migration = Migration {
     rewrite,
 };
 
-/// The groups a session-start install holds: event and command.
-const PIECES: &[(&str, &str)] = &[
-    ("SessionStart", SESSION_START_COMMAND),
-    ("PreCompact", PRE_COMPACT_COMMAND),
-];
-
-fn holds_group(doc: &Value, event: &str, command: &str) -> bool {
-    doc.pointer(&format!("/hooks/{event}"))
-        .and_then(Value::as_array)
-        .is_some_and(|groups| groups.iter().any(|g| is_hook_group_for(g, command)))
-}
-
-fn missing(value: &Value) -> Vec<&'static (&'static str, &'static str)> {
-    if !holds_group(value, "Stop", HOOK_COMMAND) {
-        return Vec::new();
-    }
-    PIECES
-        .iter()
-        .filter(|(event, command)| !holds_group(value, event, command))
-        .collect()
-}
+const GROUPS: JoinedGroups = JoinedGroups {
+    file: PROJECT_SETTINGS,
+    dialect: DIALECT,
+    gate: ("Stop", HOOK_COMMAND),
+    pieces: &[
+        Piece {
+            event: "SessionStart",
+            command: SESSION_START_COMMAND,
+            group: || super::command_group(SESSION_START_COMMAND),
+        },
+        Piece {
+            event: "PreCompact",
+            command: PRE_COMPACT_COMMAND,
+            group: || super::command_group(PRE_COMPACT_COMMAND),
+        },
+    ],
+};
 
 fn detect(env: &Env, files: &mut Files) -> Result<Vec<String>, PlanError> {
-    if !env.ctx.config.memory.session_start {
-        return Ok(Vec::new());
-    }
-    let settings = env.ctx.root.join(PROJECT_SETTINGS);
-    let Some((doc, _)) = files.json(&settings, DIALECT)? else {
-        return Ok(Vec::new());
-    };
-    Ok(missing(&doc.value())
-        .into_iter()
-        .map(|(event, _)| {
-            format!(
-                "{}: memloop's Stop hook without its {event} hook (written by an older memloop)",
-                files.display(&settings)
-            )
-        })
-        .collect())
+    GROUPS.detect(env, files)
 }
 
 fn rewrite(env: &Env, files: &mut Files) -> Result<(), PlanError> {
-    let settings = env.ctx.root.join(PROJECT_SETTINGS);
-    let Some((mut doc, encoding)) = files.json(&settings, DIALECT)? else {
-        return Ok(());
-    };
-    let wanted = missing(&doc.value());
-    if wanted.is_empty() {
-        return Ok(());
-    }
-    for (event, command) in wanted {
-        doc.upsert_item(
-            &["hooks".into(), (*event).into()],
-            &super::command_group(command),
-            &|group| is_hook_group_for(group, command),
-        )?;
-    }
-    files.write_text(&settings, &doc.to_text(), encoding)
+    GROUPS.rewrite(env, files)
 }
