@@ -135,7 +135,7 @@ fn run_case(case: &Path) -> Vec<String> {
         return failures;
     }
 
-    let again = sandbox.run_with(&["sync".into()], &spec.env);
+    let again = sandbox.run_with(&["sync"], &spec.env);
     if !again.status.success() {
         failures.push(format!(
             "second sync failed: {}",
@@ -160,7 +160,7 @@ fn run_case(case: &Path) -> Vec<String> {
     if spec.uninstall_without_state {
         std::fs::remove_dir_all(sandbox.home.join(".local/state/memloop/installs")).unwrap();
     }
-    let removed = sandbox.run_with(&["uninstall".into(), "--yes".into()], &spec.env);
+    let removed = sandbox.run_with(&["uninstall", "--yes"], &spec.env);
     if !removed.status.success() {
         failures.push(format!(
             "uninstall failed: {}",
@@ -195,7 +195,7 @@ fn run_case(case: &Path) -> Vec<String> {
     // A second uninstall on the same machine finds nothing of memloop's: it changes nothing,
     // whatever the user's own files hold.
     let (repo_once, home_once) = (snapshot(&sandbox.repo), snapshot(&sandbox.home));
-    let twice = sandbox.run_with(&["uninstall".into(), "--yes".into()], &spec.env);
+    let twice = sandbox.run_with(&["uninstall", "--yes"], &spec.env);
     if !twice.status.success() {
         failures.push(format!(
             "second uninstall failed: {}",

@@ -12,10 +12,6 @@ use std::sync::{Arc, Mutex};
 
 use trees::{Sandbox, run_bounded, snapshot};
 
-fn sandbox() -> Sandbox {
-    Sandbox::new(Path::new("/nonexistent"), Path::new("/nonexistent"))
-}
-
 fn args(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()
 }
@@ -77,7 +73,7 @@ fn lock_file(sandbox: &Sandbox) -> PathBuf {
 
 #[test]
 fn uninstall_never_deletes_through_a_folder_link_swapped_in_after_install() {
-    let s = sandbox();
+    let s = Sandbox::empty();
     ok(&s, &["init", "--yes", "--agents", "claude,opencode"]);
     // The user moves .claude and .opencode out of the repository and links them back.
     let outside = s.home.join("moved");
@@ -132,7 +128,7 @@ fn agent_version(current: &str, counter: usize) -> String {
 
 #[test]
 fn syncs_racing_an_agent_that_rewrites_its_settings_never_lose_its_keys() {
-    let s = sandbox();
+    let s = Sandbox::empty();
     write(&s.repo.join("memloop.toml"), "agents = [\"claude\"]\n");
     let settings = s.repo.join(".claude/settings.json");
     write(&settings, &agent_version("", 0));
@@ -236,7 +232,7 @@ fn syncs_racing_an_agent_that_rewrites_its_settings_never_lose_its_keys() {
 #[test]
 fn a_lock_held_too_long_is_a_clear_error_naming_its_holder() {
     use std::io::Write as _;
-    let s = sandbox();
+    let s = Sandbox::empty();
     ok(&s, &["init", "--yes", "--agents", "claude"]);
     let path = lock_file(&s);
     let mut held = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
@@ -268,7 +264,7 @@ fn a_lock_held_too_long_is_a_clear_error_naming_its_holder() {
 #[test]
 fn parallel_inits_name_the_other_memloop_and_leave_one_install() {
     for _ in 0..3 {
-        let s = sandbox();
+        let s = Sandbox::empty();
         let children: Vec<_> = (0..4)
             .map(|_| {
                 command(&s, &["init", "--yes", "--agents", "claude,opencode"])
@@ -305,7 +301,7 @@ fn parallel_inits_name_the_other_memloop_and_leave_one_install() {
 
 #[test]
 fn a_sync_and_an_uninstall_queued_behind_one_lock_each_see_the_others_state() {
-    let s = sandbox();
+    let s = Sandbox::empty();
     write(
         &s.repo.join("memloop.toml"),
         "agents = [\"claude\", \"opencode\", \"kimi\"]\n",
@@ -374,7 +370,7 @@ fn under_umask(s: &Sandbox, umask: &str, list: &[&str]) -> Output {
 #[test]
 fn created_files_follow_the_umask_and_state_is_private() {
     for (umask, file, dir) in [("077", 0o600, 0o700), ("022", 0o644, 0o755)] {
-        let s = sandbox();
+        let s = Sandbox::empty();
         let out = under_umask(&s, umask, &["init", "--yes", "--agents", "claude,opencode"]);
         assert!(out.status.success(), "{}", stderr(&out));
         for rel in [
@@ -404,7 +400,7 @@ fn created_files_follow_the_umask_and_state_is_private() {
 #[test]
 fn loose_state_left_by_someone_else_is_tightened() {
     use std::os::unix::fs::PermissionsExt;
-    let s = sandbox();
+    let s = Sandbox::empty();
     ok(&s, &["init", "--yes", "--agents", "claude"]);
     let state = s.home.join(".local/state/memloop");
     let installs = state.join("installs");

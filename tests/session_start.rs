@@ -2,62 +2,9 @@
 //! compaction) are owned fragments like the rest: `[memory] session_start = false` takes them
 //! out on the next sync, diff and doctor report them until then, and uninstall leaves nothing.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod trees;
 
-struct Repo {
-    _temp: tempfile::TempDir,
-    root: PathBuf,
-    home: PathBuf,
-}
-
-impl Repo {
-    fn new() -> Repo {
-        let temp = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(temp.path()).unwrap();
-        let (repo, home) = (root.join("repo"), root.join("home"));
-        std::fs::create_dir_all(repo.join(".git")).unwrap();
-        std::fs::create_dir_all(&home).unwrap();
-        Repo {
-            _temp: temp,
-            root: repo,
-            home,
-        }
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_memloop"))
-            .args(args)
-            .current_dir(&self.root)
-            .env_clear()
-            .env("HOME", &self.home)
-            .env("PATH", self.home.join("bin"))
-            .env("XDG_STATE_HOME", self.home.join("state"))
-            .output()
-            .unwrap()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "memloop {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn read(&self, rel: &str) -> String {
-        std::fs::read_to_string(self.root.join(rel)).unwrap_or_default()
-    }
-
-    fn session_start(&self, on: bool) {
-        let path = self.root.join("memloop.toml");
-        let text = std::fs::read_to_string(&path).unwrap();
-        let text = text.split("\n[memory]\n").next().unwrap().to_owned();
-        std::fs::write(path, format!("{text}\n[memory]\nsession_start = {on}\n")).unwrap();
-    }
-}
+use trees::Sandbox;
 
 /// Each agent with the file its session-start pieces live in and what marks them there.
 const PIECES: &[(&str, &str, &[&str])] = &[
@@ -113,9 +60,9 @@ const PIECES: &[(&str, &str, &[&str])] = &[
 #[test]
 fn session_start_off_takes_the_pieces_out_and_on_puts_them_back() {
     for (agent, file, marks) in PIECES {
-        let repo = Repo::new();
-        repo.ok(&["init", "--yes", "--agents", agent]);
-        let installed = repo.read(file);
+        let sandbox = Sandbox::empty();
+        sandbox.ok(&["init", "--yes", "--agents", agent]);
+        let installed = sandbox.read(file);
         for mark in *marks {
             assert!(
                 installed.contains(mark),
@@ -123,14 +70,14 @@ fn session_start_off_takes_the_pieces_out_and_on_puts_them_back() {
             );
         }
 
-        repo.session_start(false);
-        let diff = repo.run(&["diff"]);
+        sandbox.set_config("memory", "session_start", &false.to_string());
+        let diff = sandbox.run(&["diff"]);
         assert_eq!(
             diff.status.code(),
             Some(1),
             "{agent}: diff must report the drift"
         );
-        let doctor = repo.run(&["doctor", "--format", "json"]);
+        let doctor = sandbox.run(&["doctor", "--format", "json"]);
         let report = String::from_utf8_lossy(&doctor.stdout);
         assert!(
             report.contains("switched off by [memory] session_start = false"),
@@ -138,25 +85,25 @@ fn session_start_off_takes_the_pieces_out_and_on_puts_them_back() {
         );
         assert_eq!(doctor.status.code(), Some(1), "{agent}: {report}");
 
-        repo.ok(&["sync"]);
-        let off = repo.read(file);
+        sandbox.ok(&["sync"]);
+        let off = sandbox.read(file);
         for mark in *marks {
             assert!(!off.contains(mark), "{agent}: {mark} left in {off}");
         }
-        assert_eq!(repo.run(&["diff"]).status.code(), Some(0), "{agent}");
+        assert_eq!(sandbox.run(&["diff"]).status.code(), Some(0), "{agent}");
         let stop = format!("memloop hook stop --agent {agent}");
         assert!(off.contains(&stop), "{agent}: the gate stays: {off}");
 
-        repo.session_start(true);
-        repo.ok(&["sync"]);
+        sandbox.set_config("memory", "session_start", &true.to_string());
+        sandbox.ok(&["sync"]);
         assert_eq!(
-            repo.read(file),
+            sandbox.read(file),
             installed,
             "{agent}: on again, as installed"
         );
-        repo.ok(&["uninstall", "--yes"]);
+        sandbox.ok(&["uninstall", "--yes"]);
         assert!(
-            !repo.root.join(file).exists(),
+            !sandbox.repo.join(file).exists(),
             "{agent}: {file} was memloop's alone"
         );
     }

@@ -208,7 +208,7 @@ fn run_case(case: &Path) -> Vec<String> {
     }
     doctor_is_clean(case, &spec, &mut failures);
     if spec.uninstall {
-        let out = sandbox.run(&["uninstall".into(), "--yes".into()]);
+        let out = sandbox.run(&["uninstall", "--yes"]);
         if !out.status.success() {
             let (stdout, stderr) = output_text(&out);
             failures.push(format!(
@@ -297,7 +297,7 @@ fn doctor_is_clean(case: &Path, spec: &CaseFile, failures: &mut Vec<String>) {
             return;
         }
     }
-    let out = sandbox.run(&["doctor".into(), "--format".into(), "json".into()]);
+    let out = sandbox.run(&["doctor", "--format", "json"]);
     let report: serde_json::Value = match serde_json::from_slice(&out.stdout) {
         Ok(report) => report,
         Err(err) => {

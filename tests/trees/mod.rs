@@ -4,8 +4,10 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::str::FromStr;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Entry {
@@ -258,7 +260,7 @@ impl Sandbox {
     /// Runs memloop in the repository with only this sandbox's environment (plus `env`).
     /// A run that does not end within [`RUN_LIMIT`] is killed and fails the test: a hang
     /// (memloop blocked on a FIFO, say) is a failure, not a stuck test.
-    pub fn run_with(&self, args: &[String], env: &BTreeMap<String, String>) -> Output {
+    pub fn run_with<A: AsRef<OsStr>>(&self, args: &[A], env: &BTreeMap<String, String>) -> Output {
         let mut command = Command::new(env!("CARGO_BIN_EXE_memloop"));
         command
             .args(args)
@@ -272,8 +274,70 @@ impl Sandbox {
         run_bounded(&mut command)
     }
 
-    pub fn run(&self, args: &[String]) -> Output {
+    pub fn run<A: AsRef<OsStr>>(&self, args: &[A]) -> Output {
         self.run_with(args, &BTreeMap::new())
+    }
+
+    /// An empty repository (only `.git/`) and an empty home.
+    pub fn empty() -> Sandbox {
+        Sandbox::new(Path::new("/nonexistent"), Path::new("/nonexistent"))
+    }
+
+    /// `memloop ARGS`, which must succeed; its stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "memloop {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A file of the repository, as text ("" when there is none).
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.repo.join(rel)).unwrap_or_default()
+    }
+
+    pub fn write(&self, rel: &str, text: &str) {
+        let path = self.repo.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// Whether the repository holds `rel` (a dangling link counts).
+    pub fn exists(&self, rel: &str) -> bool {
+        std::fs::symlink_metadata(self.repo.join(rel)).is_ok()
+    }
+
+    /// Where memloop keeps what it installed, for this sandbox's user.
+    pub fn installs(&self) -> PathBuf {
+        self.home.join(".local/state/memloop/installs")
+    }
+
+    /// Another machine, or a fresh clone: nothing recorded about this install.
+    pub fn forget_install(&self) {
+        std::fs::remove_dir_all(self.installs()).unwrap();
+    }
+
+    /// Sets `key = value` in memloop.toml's section `section` (`""` for the top), keeping the rest.
+    pub fn set_config(&self, section: &str, key: &str, value: &str) {
+        let path = self.repo.join("memloop.toml");
+        let mut doc: toml_edit::DocumentMut =
+            std::fs::read_to_string(&path).unwrap().parse().unwrap();
+        let table = if section.is_empty() {
+            doc.as_table_mut()
+        } else {
+            doc.entry(section)
+                .or_insert(toml_edit::table())
+                .as_table_mut()
+                .unwrap()
+        };
+        table.insert(
+            key,
+            toml_edit::value(toml_edit::Value::from_str(value).unwrap()),
+        );
+        std::fs::write(path, doc.to_string()).unwrap();
     }
 
     pub fn trees(&self) -> (Tree, Tree) {
