@@ -164,6 +164,46 @@ fn codex_trust_follows_memloops_group_when_it_moves() {
 }
 
 #[test]
+fn codex_session_start_off_takes_back_its_trust_wherever_the_group_had_moved() {
+    let world = World::new("codex");
+    world.ok(&["trust", "--yes"]);
+    let root = world.root_str();
+    let hooks = world.root.join(".codex/hooks.json");
+    let text = std::fs::read_to_string(&hooks).unwrap();
+    // The user puts a SessionStart group before memloop's and turns session start off before
+    // any sync has moved the trust entry: it still sits at memloop's old group.
+    let moved = text.replacen(
+        "\"SessionStart\": [",
+        "\"SessionStart\": [\n      {\"hooks\": [{\"type\": \"command\", \"command\": \"./warm.sh\"}]},",
+        1,
+    );
+    assert_ne!(moved, text);
+    std::fs::write(&hooks, moved).unwrap();
+    let config = world.root.join("memloop.toml");
+    let toml = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!("{toml}\n[memory]\nsession_start = false\n"),
+    )
+    .unwrap();
+    world.ok(&["sync"]);
+    let user = world.home_text(CODEX_CONFIG);
+    assert!(
+        !user.contains(&format!("{root}/.codex/hooks.json:session_start:")),
+        "{user}"
+    );
+    assert!(
+        user.contains(&format!("{root}/.codex/hooks.json:stop:0:0")),
+        "{user}"
+    );
+    assert!(
+        std::fs::read_to_string(&hooks)
+            .unwrap()
+            .contains("./warm.sh")
+    );
+}
+
+#[test]
 fn codex_revoke_gives_back_the_bytes_from_before() {
     let world = World::new("codex");
     let mine = "\u{feff}# my own settings\r\nmodel = \"o3\"\r\n\r\n[projects.\"/elsewhere\"]\r\ntrust_level = \"trusted\"";
