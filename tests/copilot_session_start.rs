@@ -224,3 +224,64 @@ fn switched_off_it_prints_nothing_even_after_a_compaction() {
     world.compact("s");
     assert_eq!(world.prompt("s"), "");
 }
+
+/// The three pieces are owned fragments of memloop's hooks file: `session_start = false` shows
+/// as drift in diff and doctor until sync takes them out (the gate stays), on again puts them
+/// back byte for byte, and uninstall removes the file memloop made.
+#[test]
+fn the_pieces_follow_session_start_through_sync_diff_doctor_and_uninstall() {
+    let world = World::new();
+    let home = world.repo.parent().unwrap().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_memloop"))
+            .args(args)
+            .current_dir(&world.repo)
+            .env_clear()
+            .env("HOME", &home)
+            .env("PATH", "/nonexistent")
+            .env("XDG_STATE_HOME", &world.state)
+            .output()
+            .unwrap()
+    };
+    let ok = |args: &[&str]| {
+        let out = run(args);
+        assert!(
+            out.status.success(),
+            "memloop {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let pieces = [
+        "\"memloop hook session-start --agent copilot\"",
+        "\"memloop hook pre-compact --agent copilot\"",
+        "\"memloop hook session-start --agent copilot --after-compaction\"",
+    ];
+    let hooks = world.repo.join(".github/hooks/memloop.json");
+    ok(&["init", "--yes", "--agents", "copilot"]);
+    let installed = std::fs::read_to_string(&hooks).unwrap();
+    assert!(pieces.iter().all(|p| installed.contains(p)), "{installed}");
+
+    let toml = world.repo.join("memloop.toml");
+    let on = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, format!("{on}\n[memory]\nsession_start = false\n")).unwrap();
+    assert_eq!(run(&["diff"]).status.code(), Some(1));
+    let doctor = run(&["doctor", "--format", "json"]);
+    let report = String::from_utf8_lossy(&doctor.stdout);
+    let switched_off = report
+        .lines()
+        .filter(|l| l.contains("switched off by [memory] session_start = false"))
+        .count();
+    assert_eq!(switched_off, 3, "{report}");
+    ok(&["sync"]);
+    let off = std::fs::read_to_string(&hooks).unwrap();
+    assert!(pieces.iter().all(|p| !off.contains(p)), "{off}");
+    assert!(off.contains("memloop hook stop --agent copilot"), "{off}");
+    assert_eq!(run(&["diff"]).status.code(), Some(0));
+
+    std::fs::write(&toml, &on).unwrap();
+    ok(&["sync"]);
+    assert_eq!(std::fs::read_to_string(&hooks).unwrap(), installed);
+    ok(&["uninstall", "--yes"]);
+    assert!(!hooks.exists(), "memloop made the file, uninstall takes it");
+}
