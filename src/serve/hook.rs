@@ -15,6 +15,10 @@
 //! `session_id` in the input, the text is printed on a session's first prompt and the first
 //! after each compaction only, and `pre-compact` notes the compaction instead of printing.
 //!
+//! With `--agent copilot` and a `sessionId` in the input, `pre-compact` notes the compaction
+//! and `session-start --after-compaction` (Copilot's prompt hook)
+//! prints the text only on the first prompt after such a note.
+//!
 //! stdin may carry the agent's hook input; its `cwd` (and Kimi's `session_id`) is read, it is
 //! optional, and it is waited for at most [`INPUT_WAIT`], so the hook never hangs on a pipe
 //! nobody closes. Exit 0 with the text (or nothing, with `[memory] session_start = false`);
@@ -43,6 +47,10 @@ pub struct SessionStartArgs {
     // A value-less `--agent` is reported by the hook itself: clap's usage errors exit 2.
     #[arg(long, value_name = "AGENT", num_args = 0..=1, default_missing_value = "")]
     agent: Option<String>,
+    /// Copilot's prompt hook: print the text only on the first prompt after a compaction that
+    /// memloop's preCompact hook noted for the input's `sessionId`, nothing otherwise.
+    #[arg(long)]
+    after_compaction: bool,
     #[arg(hide = true, trailing_var_arg = true, allow_hyphen_values = true)]
     rest: Vec<String>,
 }
@@ -81,6 +89,12 @@ pub fn run(args: SessionStartArgs) -> ExitCode {
 pub fn run_event(args: SessionStartArgs, event: Event) -> ExitCode {
     let outcome = if args.agent.as_deref() == Some("kimi") {
         kimi(&args, event)
+    } else if args.agent.as_deref() == Some("copilot") {
+        copilot(&args, event)
+    } else if args.after_compaction {
+        Err(anyhow::anyhow!(
+            "--after-compaction is for --agent copilot only (its prompt hook)"
+        ))
     } else {
         session_start(&args, event)
     };
@@ -155,6 +169,36 @@ fn kimi(args: &SessionStartArgs, event: Event) -> anyhow::Result<()> {
             None => Ok(()),
             Some(claim) => session_start(args, event).inspect_err(|_| claim.give_back()),
         },
+    }
+}
+
+/// Copilot runs memloop's prompt hook (`--after-compaction`) on every prompt and its preCompact
+/// hook before each compaction (`agents::copilot::start`): whether a prompt gets the index is
+/// settled from the input's `sessionId` alone, before the repository or the store is read.
+fn copilot(args: &SessionStartArgs, event: Event) -> anyhow::Result<()> {
+    use crate::agents::copilot::start;
+    let session = hook_input()
+        .and_then(|input| input.get("sessionId").or_else(|| input.get("session_id")))
+        .and_then(Value::as_str)
+        .filter(|id| !id.is_empty() && args.rest.is_empty());
+    match (event, session) {
+        // Copilot 1.0.102 has no output type for preCompact (the SDK's hook types): the note is
+        // all that matters.
+        (Event::PreCompact, Some(session)) => start::note_compaction(session),
+        (Event::SessionStart, Some(session)) if args.after_compaction => {
+            match start::claim_after_compaction(session)? {
+                None => Ok(()),
+                Some(claim) => session_start(args, event).inspect_err(|_| claim.give_back()),
+            }
+        }
+        // Without a session to ask about, a prompt hook cannot tell: it gives nothing rather
+        // than the index on every prompt.
+        (Event::SessionStart, None) if args.after_compaction && args.rest.is_empty() => Ok(()),
+        (Event::SessionStart, Some(session)) => {
+            start::started(session);
+            session_start(args, event)
+        }
+        _ => session_start(args, event),
     }
 }
 

@@ -253,8 +253,8 @@ const SCENARIOS: &[Scenario] = &[
         run: copilot_start::probe_trust,
     },
     Scenario {
-        name: "probe-copilot-compaction",
-        about: "Copilot's background compaction started at once by its threshold variables during a -p turn: what each model request holds of the index",
+        name: "session-start-copilot-compaction",
+        about: "Copilot's background compaction forced during a -p turn: memloop's preCompact hook leaves its note, the index is gone after the summary, and the session's next prompt (--resume) has it again in its first request, once",
         run: copilot_start::probe_compaction,
     },
     Scenario {

@@ -94,7 +94,12 @@ fn hooks_file(d: &mut Doctor) {
             .by_sync(d.sync_command(false)),
         );
     }
-    for event in ["agentStop", "sessionStart"] {
+    for event in [
+        "agentStop",
+        "sessionStart",
+        "preCompact",
+        "userPromptSubmitted",
+    ] {
         let broken: Vec<usize> = file
             .get(&["hooks", event])
             .and_then(Value::as_array)

@@ -1,8 +1,9 @@
 //! GitHub Copilot CLI (npm `@github/copilot`, checked with 1.0.102): the MCP server in the
 //! project's shared `.mcp.json` (the file Claude Code reads; Copilot takes its `type: "stdio"`
 //! entry as a local server, so one entry serves both), the Stop gate as an `agentStop` hook in
-//! `.github/hooks/memloop.json` (with a `sessionStart` hook giving the session the memory index
-//! unless `[memory] session_start = false`); the `trustedFolders` entry in the user's `$COPILOT_HOME/config.json`
+//! `.github/hooks/memloop.json` (with a `sessionStart` hook giving the session the memory index, and a `preCompact` and a
+//! `userPromptSubmitted` hook giving it again after a compaction (`start`), unless
+//! `[memory] session_start = false`); the `trustedFolders` entry in the user's `$COPILOT_HOME/config.json`
 //! (default `~/.copilot/config.json`), without which Copilot loads neither, is its per-machine
 //! trust (`Agent::trust`, written only by `memloop trust`).
 //! Rules: Copilot reads `AGENTS.md` and `CLAUDE.md` (one copy when both are the same text).
@@ -11,6 +12,7 @@
 pub mod doctor;
 pub mod gate;
 pub mod live;
+pub mod start;
 pub mod trust;
 pub mod upgrade;
 
@@ -34,6 +36,11 @@ pub const HOOK_TIMEOUT: u64 = 15;
 /// `memloop hook session-start`: Copilot adds a `sessionStart` hook's `additionalContext` to
 /// the session as its first user message.
 pub const SESSION_START_COMMAND: &str = "memloop hook session-start --agent copilot";
+/// `userPromptSubmitted`: prints the index (appended to the prompt) only on the first prompt
+/// after a compaction noted by [`PRE_COMPACT_COMMAND`], nothing otherwise (`start`).
+pub const PROMPT_COMMAND: &str = "memloop hook session-start --agent copilot --after-compaction";
+/// `preCompact`: leaves the session's compaction note for the next prompt.
+pub const PRE_COMPACT_COMMAND: &str = "memloop hook pre-compact --agent copilot";
 /// Seconds; reading the index costs milliseconds, the rest is margin for a loaded machine.
 pub const SESSION_HOOK_TIMEOUT: u64 = 10;
 /// memloop's own hooks file: Copilot loads every `.github/hooks/*.json`.
@@ -145,6 +152,16 @@ pub fn targets(ctx: &Context) -> Vec<Target> {
                         value: json!([session_start_entry()]),
                     }
                     .wanted_if(ctx.config.memory.session_start),
+                    Fragment::JsonMember {
+                        path: vec!["hooks".into(), "preCompact".into()],
+                        value: json!([pre_compact_entry()]),
+                    }
+                    .wanted_if(ctx.config.memory.session_start),
+                    Fragment::JsonMember {
+                        path: vec!["hooks".into(), "userPromptSubmitted".into()],
+                        value: json!([prompt_entry()]),
+                    }
+                    .wanted_if(ctx.config.memory.session_start),
                 ],
             },
             note: None,
@@ -155,6 +172,16 @@ pub fn targets(ctx: &Context) -> Vec<Target> {
 /// memloop's `sessionStart` handler: the memory index as the session's first message.
 pub fn session_start_entry() -> Value {
     json!({"type": "command", "bash": SESSION_START_COMMAND, "timeoutSec": SESSION_HOOK_TIMEOUT})
+}
+
+/// memloop's `preCompact` handler: the note that brings the index back after the summary.
+pub fn pre_compact_entry() -> Value {
+    json!({"type": "command", "bash": PRE_COMPACT_COMMAND, "timeoutSec": SESSION_HOOK_TIMEOUT})
+}
+
+/// memloop's `userPromptSubmitted` handler: the index again on the first prompt after a compaction.
+pub fn prompt_entry() -> Value {
+    json!({"type": "command", "bash": PROMPT_COMMAND, "timeoutSec": SESSION_HOOK_TIMEOUT})
 }
 
 /// memloop's `agentStop` handler. Copilot blocks only on stdout JSON, which the gate prints.

@@ -1,19 +1,98 @@
-//! Copilot's migrations: none of its files' formats changed (`{"version": 1}` hooks files,
-//! `trustedFolders` in config.json). What changed is who owns the trust entry: an older memloop
+//! Copilot's migrations. Its files' formats did not change (`{"version": 1}` hooks files,
+//! `trustedFolders` in config.json); what an older memloop wrote may lack pieces this one adds:
+//!
+//! - `copilot-session-start`: a `.github/hooks/memloop.json` holding memloop's `agentStop` gate
+//!   but not all of its session-start hooks (`sessionStart`, and the `preCompact` and
+//!   `userPromptSubmitted` pair that gives the index again after a compaction) gets them, as
+//!   sync writes them (unless `[memory] session_start = false`).
+//!
+//! What changed besides is who owns the trust entry: an older memloop
 //! wrote it as one of sync's files, with `--user-scope`; it is `memloop trust`'s now
 //! (`Agent::trust`). `legacy_trust` finds a machine in between, which `memloop upgrade` hands
 //! over (`commands::upgrade`) and doctor points at.
 
 use std::path::PathBuf;
 
-use super::trust;
+use serde_json::{Value, json};
+
+use super::{HOOKS_JSON, trust};
 use crate::config::AgentId;
 use crate::edit::json::{Dialect, JsonDoc};
+use crate::engine::PlanError;
 use crate::repo::Repo;
-use crate::upgrade::Migration;
+use crate::upgrade::{Env, Files, Migration};
+use crate::version::Range;
 
 /// Copilot's migrations, in the order they run.
-pub const MIGRATIONS: &[Migration] = &[];
+pub const MIGRATIONS: &[Migration] = &[SESSION_START];
+
+pub const SESSION_START: Migration = Migration {
+    id: "copilot-session-start",
+    agent: Some(AgentId::Copilot),
+    range: Range::Any,
+    about: "memloop's sessionStart, preCompact and userPromptSubmitted hooks (the memory index at session start and after a compaction) join its agentStop hook in .github/hooks/memloop.json",
+    detect: session_start_detect,
+    rewrite: session_start_rewrite,
+};
+
+/// memloop's session-start members of the hooks file, as sync writes them.
+fn session_start_members() -> [(&'static str, Value); 3] {
+    [
+        ("sessionStart", json!([super::session_start_entry()])),
+        ("preCompact", json!([super::pre_compact_entry()])),
+        ("userPromptSubmitted", json!([super::prompt_entry()])),
+    ]
+}
+
+/// The members to write: none unless memloop's own gate entry shows an older install, and only
+/// absent ones (a member the user holds is theirs: sync refuses it with a hint, as before).
+fn missing(doc: &Value) -> Vec<(&'static str, Value)> {
+    let gate = json!([super::hook_entry()]);
+    if doc.pointer("/hooks/agentStop") != Some(&gate) {
+        return Vec::new();
+    }
+    session_start_members()
+        .into_iter()
+        .filter(|(event, _)| doc.pointer(&format!("/hooks/{event}")).is_none())
+        .collect()
+}
+
+fn session_start_detect(env: &Env, files: &mut Files) -> Result<Vec<String>, PlanError> {
+    if !env.ctx.config.memory.session_start {
+        return Ok(Vec::new());
+    }
+    let path = env.ctx.root.join(HOOKS_JSON);
+    let Some((doc, _)) = files.json(&path, Dialect::Strict)? else {
+        return Ok(Vec::new());
+    };
+    Ok(missing(&doc.value())
+        .into_iter()
+        .map(|(event, _)| {
+            format!(
+                "{}: memloop's agentStop hook without its {event} hook (written by an older memloop)",
+                files.display(&path)
+            )
+        })
+        .collect())
+}
+
+fn session_start_rewrite(env: &Env, files: &mut Files) -> Result<(), PlanError> {
+    if !env.ctx.config.memory.session_start {
+        return Ok(());
+    }
+    let path = env.ctx.root.join(HOOKS_JSON);
+    let Some((mut doc, encoding)) = files.json(&path, Dialect::Strict)? else {
+        return Ok(());
+    };
+    let wanted = missing(&doc.value());
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    for (event, value) in wanted {
+        doc.set(&["hooks".into(), event.into()], &value)?;
+    }
+    files.write_text(&path, &doc.to_text(), encoding)
+}
 
 pub const TRUST_HANDOVER: &str = "copilot-trust-owner";
 

@@ -7,6 +7,7 @@
 //!   (`sessionStart` in three output shapes, `userPromptSubmitted`), each printing its own
 //!   marker; reports which markers reach the first model request, and where. The facts the
 //!   Copilot session-start piece rests on (session_start_facts.md).
+//! - `session-start-copilot-compaction`: the index after a compaction (`probe_compaction`).
 //! - `probe-copilot-trust`: which `trustedFolders` entries Copilot honours (copilot_facts.md).
 
 use anyhow::{Result, bail};
@@ -206,11 +207,13 @@ pub fn probe_trust(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     Ok(())
 }
 
-/// `probe-copilot-compaction`: Copilot's background compaction made to start at once
+/// `session-start-copilot-compaction`: Copilot's background compaction made to start at once
 /// (`COPILOT_BACKGROUND_COMPACTION_THRESHOLD`, `COPILOT_BUFFER_EXHAUSTION_THRESHOLD` in the pinned
-/// runtime) during a `-p` turn of several steps: whether the index is still in the requests after
-/// the history was summarised. The fake derives its step from the history, which the compaction
-/// empties, so the turn never ends by itself: it is cut after a while and the requests read.
+/// runtime) during a `-p` turn of several steps: the index is gone from the requests after the
+/// summary, memloop's `preCompact` hook left its note, and the session's next prompt
+/// (`copilot --resume <id> -p`) holds the index once in its first request. The fake derives its
+/// step from the history, which the compaction empties, so the turn never ends by itself: it is
+/// cut after 30 s and the requests read (the replayed steps only make more compactions).
 pub fn probe_compaction(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     ctx.caps.need_serve()?;
     ctx.caps.need_hook()?;
@@ -256,19 +259,113 @@ pub fn probe_compaction(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         .iter()
         .filter(|c| !locate(&c.body, NOTE_MARK).is_empty())
         .count();
-    let starts = std::fs::read_dir(sb.home.join(".copilot/session-state"))?
-        .flatten()
-        .map(|e| std::fs::read_to_string(e.path().join("events.jsonl")).unwrap_or_default())
-        .collect::<String>()
-        .lines()
-        .filter(|l| {
-            l.contains("\"type\":\"hook.start\"") && l.contains("\"hookType\":\"sessionStart\"")
-        })
-        .count();
+    let starts = hook_runs(sb, "sessionStart")?;
     println!(
         "   {} requests; the first after a compaction is #{} (opens with Copilot's summary); the index is in {before} of the {summarised} before and in {after} after; sessionStart hook runs: {starts}",
         calls.len(),
         summarised + 1,
     );
+    let notes = compaction_notes(sb);
+    if notes.len() != 1 {
+        bail!("memloop's preCompact hook left no compaction note for the session ({notes:?})");
+    }
+    println!(
+        "   preCompact hook runs: {}; session.compaction_complete rows: {}; userPromptSubmitted runs: {}; compaction notes left: {notes:?}",
+        hook_runs(sb, "preCompact")?,
+        event_rows(sb, "\"type\":\"session.compaction_complete\"")?,
+        hook_runs(sb, "userPromptSubmitted")?,
+    );
+    // The next prompt of the same session (compaction no longer forced): its first request.
+    let session = only_session(sb)?;
+    sb.set_env("COPILOT_BACKGROUND_COMPACTION_THRESHOLD", "0.95");
+    sb.set_env("COPILOT_BUFFER_EXHAUSTION_THRESHOLD", "0.99");
+    let before_resume = calls.len();
+    let resume = [
+        "--resume",
+        session.as_str(),
+        "-p",
+        "Say hello.",
+        "--allow-all",
+        "--output-format",
+        "json",
+    ];
+    let _cut = sb.run(
+        super::copilot::copilot(ctx),
+        &resume,
+        std::time::Duration::from_secs(30),
+    );
+    let calls = fake.model_calls();
+    let _ = std::fs::write(sb.root.join("model-requests.jsonl"), fake.dump());
+    let Some(next) = calls.get(before_resume) else {
+        bail!("the resumed session sent no model request");
+    };
+    let index_at = locate(&next.body, NOTE_MARK);
+    let summary_at = locate(
+        &next.body,
+        "Some of the conversation history has been summarized",
+    );
+    if index_at.len() != 1 {
+        bail!(
+            "the first request of the prompt after the compaction holds the index {} times ({index_at:?}); once is right",
+            index_at.len()
+        );
+    }
+    println!(
+        "   resumed prompt: request #{}: index at {index_at:?}, Copilot's summary at {summary_at:?}; sessionStart runs now {}, userPromptSubmitted runs now {}; notes left: {:?}",
+        before_resume + 1,
+        hook_runs(sb, "sessionStart")?,
+        hook_runs(sb, "userPromptSubmitted")?,
+        compaction_notes(sb),
+    );
     Ok(())
+}
+
+/// The rows of every session's events.jsonl holding `needle`.
+fn event_rows(sb: &Sandbox, needle: &str) -> Result<usize> {
+    Ok(std::fs::read_dir(sb.home.join(".copilot/session-state"))?
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path().join("events.jsonl")).unwrap_or_default())
+        .collect::<String>()
+        .lines()
+        .filter(|l| l.contains(needle))
+        .count())
+}
+
+/// How often Copilot started hooks of `event` (its `hook.start` rows).
+fn hook_runs(sb: &Sandbox, event: &str) -> Result<usize> {
+    let kind = format!("\"hookType\":\"{event}\"");
+    Ok(std::fs::read_dir(sb.home.join(".copilot/session-state"))?
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path().join("events.jsonl")).unwrap_or_default())
+        .collect::<String>()
+        .lines()
+        .filter(|l| l.contains("\"type\":\"hook.start\"") && l.contains(&kind))
+        .count())
+}
+
+/// The compaction notes memloop's preCompact hook left in the gate's state folder.
+fn compaction_notes(sb: &Sandbox) -> Vec<String> {
+    std::fs::read_dir(sb.xdg_state.join("memloop/gate"))
+        .map(|dir| {
+            dir.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|name| name.ends_with(".compact"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The id of the one session Copilot recorded.
+fn only_session(sb: &Sandbox) -> Result<String> {
+    let ids: Vec<String> = std::fs::read_dir(sb.home.join(".copilot/session-state"))?
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        // `.session-operation-locks` sits beside the sessions.
+        .filter(|name| !name.starts_with('.'))
+        .collect();
+    match ids.as_slice() {
+        [id] => Ok(id.clone()),
+        _ => bail!("expected one Copilot session, found {ids:?}"),
+    }
 }
