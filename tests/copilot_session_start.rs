@@ -4,79 +4,25 @@
 //! the index on the first prompt after it only, deciding before it reads the repository;
 //! the sessionStart hook gives it at the start and takes a note left before it.
 
-use std::io::Write as _;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+mod hook_world;
 
-const NOTE: &str =
-    "Release builds need the vendored OpenSSL: the system one lacks the legacy provider.";
-const TITLE: &str = "Release builds need the vendored OpenSSL";
+use std::process::Command;
 
-struct World {
-    _temp: tempfile::TempDir,
-    repo: PathBuf,
-    state: PathBuf,
+use hook_world::{TITLE, World};
+
+/// Copilot's hooks, called the way Copilot calls them.
+trait Copilot {
+    fn start(&self, session: &str) -> String;
+    fn prompt(&self, session: &str) -> String;
+    fn compact(&self, session: &str);
 }
 
-impl World {
-    fn new() -> World {
-        let temp = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(temp.path()).unwrap();
-        let (repo, state) = (root.join("repo"), root.join("state"));
-        let notes = repo.join(".memloop/memory/notes");
-        std::fs::create_dir_all(repo.join(".git")).unwrap();
-        std::fs::create_dir_all(&notes).unwrap();
-        std::fs::write(
-            notes.join("n-20261130-095501-aaaaaa.md"),
-            format!(
-                "---\ncategory: gotchas\nimportance: 8\ntags: [release, openssl]\ncreated: \
-                 2026-11-30T09:55:01.123Z\n---\n{NOTE}\n"
-            ),
-        )
-        .unwrap();
-        World {
-            _temp: temp,
-            repo,
-            state,
-        }
-    }
-
-    fn hook(&self, args: &[&str], input: &str) -> Output {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_memloop"))
-            .arg("hook")
-            .args(args)
-            .current_dir(&self.repo)
-            .env_remove("MEMLOOP_ROOT")
-            .env("XDG_STATE_HOME", &self.state)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
-    }
-
-    fn ok(&self, args: &[&str], input: serde_json::Value) -> String {
-        let out = self.hook(args, &input.to_string());
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-
+impl Copilot for World {
     /// What Copilot's sessionStart hook prints for `session`.
     fn start(&self, session: &str) -> String {
         let input = serde_json::json!({"sessionId": session, "timestamp": 1764582000000u64,
             "cwd": self.repo, "source": "new", "initialPrompt": "hello"});
-        self.ok(&["session-start", "--agent", "copilot"], input)
+        self.ok(&["session-start", "--agent", "copilot"], &input)
     }
 
     /// What one prompt of `session` is given by the userPromptSubmitted hook.
@@ -85,29 +31,15 @@ impl World {
             "cwd": self.repo, "prompt": "hello"});
         self.ok(
             &["session-start", "--agent", "copilot", "--after-compaction"],
-            input,
+            &input,
         )
     }
 
     fn compact(&self, session: &str) {
         let input = serde_json::json!({"sessionId": session, "timestamp": 1764582000000u64,
             "cwd": self.repo, "trigger": "auto"});
-        let out = self.ok(&["pre-compact", "--agent", "copilot"], input);
+        let out = self.ok(&["pre-compact", "--agent", "copilot"], &input);
         assert_eq!(out, "", "Copilot has no output type for preCompact");
-    }
-
-    fn state_files(&self) -> Vec<String> {
-        let dir = self.state.join("memloop/gate");
-        let mut files: Vec<String> = std::fs::read_dir(&dir)
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        files.sort();
-        files
     }
 }
 

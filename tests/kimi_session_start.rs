@@ -3,103 +3,37 @@
 //! on the first one after each compaction (noted by `memloop hook pre-compact --agent kimi`),
 //! deciding that from the hook input before it reads the repository.
 
-use std::io::Write as _;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+mod hook_world;
 
-const NOTE: &str =
-    "Release builds need the vendored OpenSSL: the system one lacks the legacy provider.";
-const TITLE: &str = "Release builds need the vendored OpenSSL";
+use std::process::{Command, Output};
 
-struct World {
-    _temp: tempfile::TempDir,
-    repo: PathBuf,
-    state: PathBuf,
+use hook_world::{TITLE, World};
+
+/// Kimi's hooks, called the way Kimi Code calls them.
+trait Kimi {
+    fn kimi(&self, event: &str, input: &str) -> Output;
+    fn prompt(&self, session: &str) -> String;
+    fn compact(&self, session: &str);
 }
 
-impl World {
-    fn new() -> World {
-        let temp = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(temp.path()).unwrap();
-        let (repo, state) = (root.join("repo"), root.join("state"));
-        let notes = repo.join(".memloop/memory/notes");
-        std::fs::create_dir_all(repo.join(".git")).unwrap();
-        std::fs::create_dir_all(&notes).unwrap();
-        std::fs::write(
-            notes.join("n-20261130-095501-aaaaaa.md"),
-            format!(
-                "---\ncategory: gotchas\nimportance: 8\ntags: [release, openssl]\ncreated: \
-                 2026-11-30T09:55:01.123Z\n---\n{NOTE}\n"
-            ),
-        )
-        .unwrap();
-        World {
-            _temp: temp,
-            repo,
-            state,
-        }
-    }
-
-    fn hook(&self, event: &str, input: &str) -> Output {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_memloop"))
-            .args(["hook", event, "--agent", "kimi"])
-            .current_dir(&self.repo)
-            .env_remove("MEMLOOP_ROOT")
-            .env("XDG_STATE_HOME", &self.state)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
+impl Kimi for World {
+    /// `memloop hook EVENT --agent kimi` with `input` on stdin.
+    fn kimi(&self, event: &str, input: &str) -> Output {
+        self.hook(&[event, "--agent", "kimi"], input)
     }
 
     /// What one prompt of `session` is given (the hook must succeed).
     fn prompt(&self, session: &str) -> String {
         let input = serde_json::json!({"hook_event_name": "UserPromptSubmit", "session_id": session,
             "cwd": self.repo, "prompt": "hello", "is_steer": false, "client_type": "cli"});
-        let out = self.hook("session-start", &input.to_string());
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        self.ok(&["session-start", "--agent", "kimi"], &input)
     }
 
     fn compact(&self, session: &str) {
         let input = serde_json::json!({"hook_event_name": "PreCompact", "session_id": session,
             "cwd": self.repo, "trigger": "manual", "token_count": 1200});
-        let out = self.hook("pre-compact", &input.to_string());
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_eq!(out.stdout, b"", "Kimi discards what PreCompact prints");
-    }
-
-    fn state_files(&self) -> Vec<(String, u64)> {
-        let dir = self.state.join("memloop/gate");
-        let mut files: Vec<(String, u64)> = std::fs::read_dir(&dir)
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .map(|e| {
-                        let len = e.metadata().unwrap().len();
-                        (e.file_name().to_string_lossy().into_owned(), len)
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        files.sort();
-        files
+        let out = self.ok(&["pre-compact", "--agent", "kimi"], &input);
+        assert_eq!(out, "", "Kimi discards what PreCompact prints");
     }
 }
 
@@ -150,7 +84,7 @@ fn a_repeat_prompt_is_answered_without_reading_the_repository() {
     assert_eq!(world.prompt("s"), "");
     world.compact("s");
     let input = serde_json::json!({"session_id": "s", "cwd": world.repo});
-    let failed = world.hook("session-start", &input.to_string());
+    let failed = world.kimi("session-start", &input.to_string());
     assert_eq!(failed.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&failed.stderr).contains("memloop hook:"),
@@ -170,7 +104,7 @@ fn a_failed_first_prompt_leaves_the_index_for_the_next() {
     let input = serde_json::json!({"session_id": "s", "cwd": world.repo});
     assert_eq!(
         world
-            .hook("session-start", &input.to_string())
+            .kimi("session-start", &input.to_string())
             .status
             .code(),
         Some(1)
@@ -183,14 +117,14 @@ fn a_failed_first_prompt_leaves_the_index_for_the_next() {
 fn without_a_session_id_it_prints_every_time_as_for_any_agent() {
     let world = World::new();
     for input in ["", "{}", "not json", "{\"session_id\": \"\"}"] {
-        let out = world.hook("session-start", input);
+        let out = world.kimi("session-start", input);
         assert!(out.status.success());
         assert!(
             holds_index(&String::from_utf8_lossy(&out.stdout)),
             "{input:?}"
         );
     }
-    let pre = world.hook("pre-compact", "");
+    let pre = world.kimi("pre-compact", "");
     assert!(
         String::from_utf8_lossy(&pre.stdout).contains("older turns are about to be summarised")
     );
