@@ -135,7 +135,7 @@ pub fn index(store: &Store, cap: usize) -> SessionText {
 /// Says that the index is still being built, when a cold start ran out of time: the lines
 /// shown are true, and the rest follows at the next start.
 fn with_pending(mut text: SessionText, pending: usize) -> SessionText {
-    if pending > 0 && text.source == Source::Index {
+    if pending > 0 && text.source != Source::Off {
         text.text.push_str(&format!(
             "(memloop is still indexing {} more; the next session has the whole index)\n",
             counted(pending, "note file")

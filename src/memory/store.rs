@@ -21,6 +21,8 @@ use super::search::{Terms, query_hashes};
 use crate::files::{FileLock, write_atomic_with as write_atomic};
 
 pub const MEMLOOP_DIR: &str = ".memloop";
+/// What a forgotten note's `forgotten` field says (older notes hold the time instead).
+pub const FORGOTTEN: &str = "true";
 const GITIGNORE: &str = "\
 # Written by memloop serve. memory/ holds the notes: commit them.
 # cache/ is derived from memory/ and rebuilt when missing; leftover .tmp files come from a crash.
@@ -433,7 +435,9 @@ impl Store {
                 return Ok(Change::AlreadyThatWay);
             }
             let mut note = note;
-            note.forgotten = forget.then(|| timestamp(now_millis()));
+            // The same bytes whenever and wherever it is forgotten: two branches that forget
+            // the same note merge without a conflict (a time would differ).
+            note.forgotten = forget.then(|| FORGOTTEN.to_owned());
             store.notes.write(id, &note)?;
             Ok(Change::Done)
         })
