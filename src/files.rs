@@ -10,7 +10,10 @@ mod lock;
 mod read;
 
 pub use lock::{FileLock, process_note};
-pub use read::{RealPathError, describe_kind, open_regular, read_regular, real_path};
+pub use read::{
+    MAX_READ, RealPathError, describe_kind, open_regular, read_at_most, read_optional, read_regular,
+    read_text, read_within, real_path,
+};
 
 /// The user's home directory, from `HOME` (or the platform's notion of it).
 pub fn home_dir() -> anyhow::Result<PathBuf> {

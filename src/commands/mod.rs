@@ -64,7 +64,7 @@ impl Repo {
             changes.extend(removals);
             if !ctx.user_scope && !ctx.enabled(crate::config::AgentId::Kimi) {
                 let config = agents::kimi::code_home(&ctx).join("config.toml");
-                let holds_hook = std::fs::read_to_string(&config)
+                let holds_hook = crate::files::read_text(&config)
                     .is_ok_and(|text| text.contains(agents::kimi::HOOK_COMMAND));
                 if holds_hook {
                     wanted.skipped.push(format!(
