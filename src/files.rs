@@ -8,8 +8,10 @@ use anyhow::Context as _;
 
 mod lock;
 mod read;
+mod replace;
 
 pub use lock::{FileLock, process_note};
+pub use replace::{CHANGED, Guard, Stamp, Was, remove_guarded, replace_guarded};
 pub use read::{
     MAX_READ, RealPathError, describe_kind, open_regular, read_at_most, read_optional, read_regular,
     read_text, read_within, real_path,
