@@ -97,7 +97,7 @@ fn run_agent(agent: Arc<Agent>, path: PathBuf, style: Style) {
         agent.rewrites.fetch_add(1, Ordering::SeqCst);
         // Bursts and quiet spells of varying length, about as long as one memloop run: runs
         // win, lose, and often meet the agent waking up right as they write.
-        if last % 100 == 0 {
+        if last.is_multiple_of(100) {
             std::thread::sleep(std::time::Duration::from_millis(300 + last * 37 % 900));
         }
     }
@@ -198,10 +198,7 @@ fn trust_racing_an_agent_that_rewrites_its_config_never_loses_a_write_silently()
             "{style:?}: only {} rewrites raced the runs",
             tally.rewrites
         );
-        assert!(
-            tally.wrote > 0,
-            "{style:?}: no run got through: {tally:?}"
-        );
+        assert!(tally.wrote > 0, "{style:?}: no run got through: {tally:?}");
         assert!(
             tally.reported > 0,
             "{style:?}: no run lost the race, the test proves nothing: {tally:?}"

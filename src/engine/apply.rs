@@ -110,7 +110,7 @@ pub fn apply(changes: &[Change], state: &mut InstallState) -> anyhow::Result<()>
                     guard(&c.write_path, &c.target.display, &c.after)
                         .and_then(|guard| put(&c.write_path, &c.before, state, guard))
                         .err()
-                    .map(|e| format!("{}: {e:#}", c.target.display))
+                        .map(|e| format!("{}: {e:#}", c.target.display))
                 })
                 .collect();
             let mut message = format!("writing {display} failed: {err:#}; ");

@@ -122,9 +122,15 @@ pub fn read_optional(path: &Path) -> std::io::Result<Option<String>> {
 }
 
 /// Like [`read_optional`], where every symlink on the way to `path` must resolve inside `place`
-/// (the repository, or the agent's folder for a user file): a link that leads elsewhere is
-/// refused, naming the file and where it leads, before anything is opened.
+/// (the repository, or the agent's folder for a user file): see [`check_within`].
 pub fn read_within(path: &Path, place: &Path) -> std::io::Result<Option<String>> {
+    check_within(path, place)?;
+    read_optional(path)
+}
+
+/// Refuses, before anything is opened, a `path` whose symlinks lead out of `place`, naming the
+/// file and where it leads.
+pub fn check_within(path: &Path, place: &Path) -> std::io::Result<()> {
     let refuse = |message: String| {
         Err(std::io::Error::new(
             std::io::ErrorKind::PermissionDenied,
@@ -133,7 +139,7 @@ pub fn read_within(path: &Path, place: &Path) -> std::io::Result<Option<String>>
     };
     let real_place = real_path(place).unwrap_or_else(|_| place.to_path_buf());
     match real_path(path) {
-        Ok(real) if real.starts_with(&real_place) => read_optional(path),
+        Ok(real) if real.starts_with(&real_place) => Ok(()),
         Ok(real) => refuse(format!(
             "{} leads to {}, outside {}; memloop does not read through such a link",
             path.display(),

@@ -234,7 +234,9 @@ pub fn replace_guarded(mut guard: Guard, bytes: &[u8], durable: bool) -> anyhow:
                 "created or removed it as memloop was writing; nothing was written",
             ));
         }
-        Err(err) => return Err(anyhow::Error::new(err).context(format!("cannot write {}", path.display()))),
+        Err(err) => {
+            return Err(anyhow::Error::new(err).context(format!("cannot write {}", path.display())));
+        }
     };
     // What was replaced: still the file memloop read, with the bytes memloop read?
     let replaced_other = match renamed {
@@ -257,11 +259,9 @@ pub fn replace_guarded(mut guard: Guard, bytes: &[u8], durable: bool) -> anyhow:
         Renamed::Replaced if still_ours => match &mut guard.held {
             Some((file, _)) => {
                 let theirs = read_all(file, &guard.display)?;
-                super::write_atomic_checked(&path, &theirs, durable, &|| {
-                    match Stamp::at(&path)? {
-                        Some(now) if now.same_file(&ours) => Ok(()),
-                        _ => anyhow::bail!("changed again"),
-                    }
+                super::write_atomic_checked(&path, &theirs, durable, &|| match Stamp::at(&path)? {
+                    Some(now) if now.same_file(&ours) => Ok(()),
+                    _ => anyhow::bail!("changed again"),
                 })
                 .is_ok()
             }

@@ -261,13 +261,9 @@ fn user_config(d: &mut Doctor, path: &Path, agent: &crate::doctor::Agent) {
         Ok(text) => text.unwrap_or_default(),
         Err(err) => {
             return d.push(
-                Finding::error(
-                    AGENT,
-                    "user-config",
-                    format!("cannot read {shown}: {err}"),
-                )
-                .file(shown.clone())
-                .fix("make it a regular file inside Codex's folder (or delete it)"),
+                Finding::error(AGENT, "user-config", format!("cannot read {shown}: {err}"))
+                    .file(shown.clone())
+                    .fix("make it a regular file inside Codex's folder (or delete it)"),
             );
         }
     };
