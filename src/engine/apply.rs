@@ -138,7 +138,7 @@ pub fn apply(changes: &[Change], state: &mut InstallState) -> anyhow::Result<()>
                 super::rebased_original(&change.target, &change.before, Some(original)),
             );
         }
-        state.record(path, &change.before, &change.after);
+        state.record(path, &change.before, &change.after, &change.target.desired);
     }
     Ok(())
 }
