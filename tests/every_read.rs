@@ -501,7 +501,11 @@ fn no_reader_opens_a_file_past_the_door() {
                 stack.push(path);
                 continue;
             }
-            let rel = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            let rel = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
             // Test modules in files of their own (`#[cfg(test)] mod tests;`).
             if !rel.ends_with(".rs")
                 || rel.ends_with("/tests.rs")

@@ -34,7 +34,19 @@ impl Repo {
             ctx = ctx.trusting();
         }
         let mut wanted = agents::wanted(&ctx)?;
-        let originals = |path: &Path| self.state.original(path);
+        // Taking everything back on a machine with no record of the install (another machine, a
+        // lost state folder): what git held before memloop came stands in for the record.
+        let before_memloop = if mode == Mode::Remove {
+            crate::repo::BeforeMemloop::find(&self.root)
+        } else {
+            None
+        };
+        let originals = |path: &Path| {
+            self.state.original(path).or_else(|| {
+                let base = before_memloop.as_ref()?;
+                base.content(path.strip_prefix(&self.root).ok()?)
+            })
+        };
         let mut changes = engine::plan(&self.root, &wanted.targets, mode, &originals)?;
         if mode == Mode::Install {
             let unwanted = agents::unwanted(&ctx, &wanted.targets)?;

@@ -119,7 +119,12 @@ impl InstallState {
 
     /// Whether memloop last wrote `path` wanting exactly `desired` there, and the file changed
     /// since: whatever differs from `desired` in it now, someone else changed.
-    pub fn changed_by_someone_else(&self, path: &Path, current: &Content, desired: &Desired) -> bool {
+    pub fn changed_by_someone_else(
+        &self,
+        path: &Path,
+        current: &Content,
+        desired: &Desired,
+    ) -> bool {
         self.files.get(path).is_some_and(|record| {
             record.written != current.fingerprint()
                 && record.wanted.as_deref() == Some(wanted_fingerprint(desired).as_str())
