@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use crate::agents;
-use crate::engine::{self, Change, Mode, PlanError};
+use crate::engine::{self, Change, Content, Mode, PlanError};
 use crate::repo::Repo;
 use crate::report;
 use crate::target::Wanted;
@@ -48,6 +48,19 @@ impl Repo {
             })
         };
         let mut changes = engine::plan(&self.root, &wanted.targets, mode, &originals)?;
+        // A file git held before memloop, and that holds just that plus memloop's entries now,
+        // gets those bytes back exactly (as with a record of the install).
+        if before_memloop.is_some() {
+            for change in &mut changes {
+                if self.state.original(&change.write_path).is_none()
+                    && let Some(original) = originals(&change.write_path)
+                    && original != Content::Missing
+                    && engine::installed_over(&change.target, &original, &change.before)
+                {
+                    change.after = original;
+                }
+            }
+        }
         if mode == Mode::Install {
             let unwanted = agents::unwanted(&ctx, &wanted.targets)?;
             let mut removals = engine::plan(&self.root, &unwanted, Mode::Remove, &originals)?;
