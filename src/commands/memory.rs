@@ -12,9 +12,9 @@ use anyhow::Context as _;
 use serde_json::{Value, json};
 
 use crate::config::Config;
-use crate::serve::record::{Note, Route};
-use crate::serve::session::{self, session_text};
-use crate::serve::store::{Change, Store};
+use crate::memory::record::{Note, Route};
+use crate::memory::session::{self, session_text};
+use crate::memory::store::{Change, Store};
 
 #[derive(Debug, clap::Args)]
 pub struct MemoryArgs {
@@ -69,7 +69,7 @@ enum MemoryCommand {
 }
 
 pub fn run(args: MemoryArgs) -> anyhow::Result<ExitCode> {
-    let root = crate::serve::repository(args.root, None).map_err(anyhow::Error::msg)?;
+    let root = crate::memory::repository(args.root, None).map_err(anyhow::Error::msg)?;
     let config = Config::load(&root)?.unwrap_or_default();
     let format = args.format;
     if let MemoryCommand::Index = args.command {

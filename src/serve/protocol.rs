@@ -17,8 +17,8 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
-use super::store::Store;
 use super::tools;
+use crate::memory::store::Store;
 
 const INSTRUCTIONS: &str = "The repository's memory. Before exploring or working on anything \
 you don't already know, call context_query. After every action, memory_store what you learned \

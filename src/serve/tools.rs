@@ -9,8 +9,8 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotation
 use serde_json::{Value, json};
 
 use super::args::Args;
-use super::record::{CATEGORIES, Note, Route};
-use super::store::{Change, NewNote, RouteFields, Store};
+use crate::memory::record::{CATEGORIES, Note, Route};
+use crate::memory::store::{Change, NewNote, RouteFields, Store};
 
 /// A note holds one fact and its reason; past this it is several notes or a document.
 pub const NOTE_LIMIT: usize = 4000;

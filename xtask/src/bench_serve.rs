@@ -689,12 +689,12 @@ fn index_only(dirs: &[String]) -> anyhow::Result<()> {
         "--index-only measures a release build; `cargo xtask bench serve` starts it"
     );
     for dir in dirs {
-        let store = memloop::serve::store::Store::open_unsearchable(Path::new(dir))?;
+        let store = memloop::memory::store::Store::open_unsearchable(Path::new(dir))?;
         let mut times = Vec::new();
         let mut bytes = 0;
         for _ in 0..INDEX_RUNS {
             let started = Instant::now();
-            let given = memloop::serve::session::index(&store, 2048);
+            let given = memloop::memory::session::index(&store, 2048);
             times.push(started.elapsed().as_secs_f64());
             bytes = given.text.len();
         }

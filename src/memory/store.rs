@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 
-use super::files::{new_id, now_millis, timestamp};
+use super::ids::{new_id, now_millis, timestamp};
 use super::record::{Note, Record, Route};
 use super::search::{Index, Slot, query_terms};
 use crate::files::{FileLock, is_temp_name, write_atomic_with as write_atomic};
