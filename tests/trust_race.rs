@@ -191,7 +191,7 @@ fn race(style: Style, runs: u64) -> Tally {
 #[test]
 fn trust_racing_an_agent_that_rewrites_its_config_never_loses_a_write_silently() {
     for style in [Style::AtomicReplace, Style::InPlace] {
-        let tally = race(style, 20);
+        let tally = race(style, 16);
         eprintln!("{style:?}: {tally:?}");
         assert!(
             tally.rewrites >= 1000,

@@ -206,7 +206,18 @@ fn rename_into(temp: &Path, path: &Path, exists: bool) -> std::io::Result<Rename
 /// the file it replaces kept, a new one following the umask), within the smallest window the
 /// platform allows; see the module's comment. A lost race is an error saying so, and the other
 /// program's version is what the path holds afterwards.
-pub fn replace_guarded(mut guard: Guard, bytes: &[u8], durable: bool) -> anyhow::Result<()> {
+pub fn replace_guarded(guard: Guard, bytes: &[u8], durable: bool) -> anyhow::Result<()> {
+    replace_racing(guard, bytes, durable, &|| {})
+}
+
+/// [`replace_guarded`] with `window` run between the last check and the rename: where tests put
+/// the other program's write that the check can no longer see.
+fn replace_racing(
+    mut guard: Guard,
+    bytes: &[u8],
+    durable: bool,
+    window: &dyn Fn(),
+) -> anyhow::Result<()> {
     use std::io::Write as _;
     let path = guard.path.clone();
     let mut temp = super::temp_beside(&path, 0o666)?;
@@ -221,6 +232,7 @@ pub fn replace_guarded(mut guard: Guard, bytes: &[u8], durable: bool) -> anyhow:
     let ours = Stamp::of(&temp.as_file().metadata()?);
     let temp = temp.into_temp_path();
     guard.check()?;
+    window();
     let renamed = match rename_into(&temp, &path, guard.stamp.is_some()) {
         Ok(renamed) => renamed,
         Err(err)
@@ -349,6 +361,37 @@ mod tests {
         );
         let guard = Guard::take(&path, "a.json", Was::File(b"new")).unwrap();
         remove_guarded(guard).unwrap();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    /// The other program writes after the last check, right before the rename: in place (into
+    /// the file the rename replaces) or by an atomic replace of its own. Either is reported, and
+    /// its version is what the file holds afterwards.
+    #[test]
+    fn a_write_inside_the_window_is_reported_and_put_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.json");
+        std::fs::write(&path, "old").unwrap();
+        let guard = Guard::take(&path, "a.json", Was::File(b"old")).unwrap();
+        let in_place = || {
+            use std::io::Write as _;
+            let mut file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            file.write_all(b"AGT").unwrap();
+        };
+        let err = replace_racing(guard, b"memloop's", false, &in_place).unwrap_err();
+        assert!(err.to_string().contains(CHANGED), "{err}");
+        assert!(err.to_string().contains("put back"), "{err}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "AGT");
+
+        let guard = Guard::take(&path, "a.json", Was::File(b"AGT")).unwrap();
+        let atomic = || {
+            std::fs::write(dir.path().join("x"), "agent's new").unwrap();
+            std::fs::rename(dir.path().join("x"), &path).unwrap();
+        };
+        let err = replace_racing(guard, b"memloop's", false, &atomic).unwrap_err();
+        assert!(err.to_string().contains(CHANGED), "{err}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "agent's new");
+        // No temporary file is left behind either way.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
