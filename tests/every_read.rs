@@ -144,6 +144,9 @@ struct Read {
     display: String,
     /// A per-machine approval (`memloop trust`), not part of the install.
     trust: bool,
+    /// Not a file memloop writes, but one its checks read (an agent's other MCP configs): it
+    /// may well be missing.
+    checked_only: bool,
     agents: Vec<AgentId>,
 }
 
@@ -174,13 +177,29 @@ fn reads(world: &World) -> Vec<Read> {
             path: target.path.clone(),
             display: target.display.clone(),
             trust,
+            checked_only: false,
             agents: target.agents.clone(),
         });
+    }
+    for agent in AgentId::ALL {
+        for file in memloop::agents::of(agent).mcp_files() {
+            let path = world.root.join(file.name);
+            if !reads.iter().any(|r| r.path == path) {
+                reads.push(Read {
+                    path,
+                    display: file.name.to_owned(),
+                    trust: false,
+                    checked_only: true,
+                    agents: vec![agent],
+                });
+            }
+        }
     }
     reads.push(Read {
         path: world.root.join("memloop.toml"),
         display: "memloop.toml".into(),
         trust: false,
+        checked_only: false,
         agents: Vec::new(),
     });
     reads
@@ -188,13 +207,15 @@ fn reads(world: &World) -> Vec<Read> {
 
 /// What was at a path before something else was planted there.
 enum Saved {
+    Missing,
     File(Vec<u8>, std::fs::Permissions),
     Link(PathBuf),
 }
 
 fn save(path: &Path) -> Saved {
-    let meta = std::fs::symlink_metadata(path)
-        .unwrap_or_else(|err| panic!("{} after init: {err}", path.display()));
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Saved::Missing;
+    };
     if meta.file_type().is_symlink() {
         Saved::Link(std::fs::read_link(path).unwrap())
     } else {
@@ -203,7 +224,9 @@ fn save(path: &Path) -> Saved {
 }
 
 fn remove(path: &Path) {
-    let meta = std::fs::symlink_metadata(path).unwrap();
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return;
+    };
     if meta.is_dir() {
         std::fs::remove_dir_all(path).unwrap();
     } else {
@@ -214,6 +237,7 @@ fn remove(path: &Path) {
 fn restore(path: &Path, saved: &Saved) {
     remove(path);
     match saved {
+        Saved::Missing => {}
         Saved::File(bytes, permissions) => {
             std::fs::write(path, bytes).unwrap();
             std::fs::set_permissions(path, permissions.clone()).unwrap();
@@ -238,6 +262,7 @@ fn can_mknod(dir: &Path) -> bool {
 /// Puts `kind` at `path`; false when this machine cannot make it.
 fn plant(world: &World, path: &Path, kind: Kind, saved: &Saved) {
     remove(path);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     match kind {
         Kind::Fifo => make_fifo(path),
         Kind::Folder => std::fs::create_dir(path).unwrap(),
@@ -255,7 +280,7 @@ fn plant(world: &World, path: &Path, kind: Kind, saved: &Saved) {
             let outside = world.base.join("outside").join(path.file_name().unwrap());
             match saved {
                 Saved::File(bytes, _) => std::fs::write(&outside, bytes).unwrap(),
-                Saved::Link(_) => std::fs::write(&outside, "outside\n").unwrap(),
+                Saved::Link(_) | Saved::Missing => std::fs::write(&outside, "{}\n").unwrap(),
             }
             std::os::unix::fs::symlink(&outside, path).unwrap();
         }
@@ -386,18 +411,24 @@ fn sweep(kind: Kind) -> (usize, usize) {
             runs: &runs,
         };
         let config = read.display == "memloop.toml";
-        let installs = !read.trust;
+        let installs = !read.trust && !read.checked_only;
         // Commands of the install: each reads every file of it, and refuses one it cannot.
         if installs || config {
             case.refuses(&["sync"], &[2]);
             case.refuses(&["sync", "--dry-run"], &[2]);
             case.refuses(&["diff"], &[2]);
+            case.refuses(&["uninstall", "--dry-run"], &[2]);
             case.refuses(&["uninstall", "--yes"], &[2]);
         } else {
             case.contract(&["sync"], "", &[0, 2]);
             case.contract(&["diff"], "", &[0, 1, 2]);
+            case.contract(&["uninstall", "--dry-run"], "", &[0, 2]);
         }
-        case.refuses(&["doctor"], &[1, 2]);
+        if read.checked_only {
+            case.contract(&["doctor"], "", &[0, 1, 2]);
+        } else {
+            case.refuses(&["doctor"], &[1, 2]);
+        }
         case.contract(&["upgrade"], "", &[0, 2]);
         case.contract(&["upgrade", "--dry-run"], "", &[0, 1, 2]);
         if read.trust || config {
