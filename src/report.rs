@@ -26,7 +26,10 @@ pub fn owned(change: &Change) -> String {
         Desired::Symlink { target } => format!("-> {target}"),
         Desired::Whole { .. } => match change.target.path.file_name().and_then(|n| n.to_str()) {
             Some(crate::config::FILE_NAME) => "the desired state (commit it)".into(),
-            Some(name) if name.ends_with(".js") => "the OpenCode gate plugin".into(),
+            Some(name) if name.ends_with(".js") => match change.target.agents.as_slice() {
+                [crate::config::AgentId::Kilo] => "the Kilo gate plugin".into(),
+                _ => "the OpenCode gate plugin".into(),
+            },
             Some("AGENTS.md") => "the rules (whole file)".into(),
             _ => "the whole file".into(),
         },

@@ -39,7 +39,7 @@ use crate::config::Config;
 
 const INPUT_WAIT: Duration = Duration::from_millis(500);
 const MAX_INPUT: u64 = 1 << 20;
-const AGENTS: &str = "claude, codex, copilot, gemini, kimi, opencode, qwen or text";
+const AGENTS: &str = "claude, codex, copilot, gemini, kilo, kimi, opencode, qwen or text";
 
 #[derive(Debug, clap::Args)]
 pub struct SessionStartArgs {
@@ -120,7 +120,7 @@ fn session_start(args: &SessionStartArgs, event: Event) -> anyhow::Result<()> {
         Some("claude" | "codex" | "gemini") => Form::ClaudeJson,
         Some("qwen") => Form::HookJson,
         Some("copilot") => Form::CopilotJson,
-        Some("kimi" | "opencode" | "text") => Form::Text,
+        Some("kimi" | "opencode" | "kilo" | "text") => Form::Text,
         Some("") | None => bail!("missing --agent; use --agent {AGENTS}"),
         Some(other) => bail!("unknown agent {other:?}; use --agent {AGENTS}"),
     };
