@@ -35,7 +35,12 @@ pub fn owned(change: &Change) -> String {
         },
         Desired::Fragments { fragments, .. } => fragments
             .iter()
-            .filter(|fragment| !matches!(fragment, Fragment::Retired(_)))
+            .filter(|fragment| {
+                !matches!(
+                    fragment,
+                    Fragment::Retired(_) | Fragment::AgentBookkeeping { .. }
+                )
+            })
             .map(|fragment| match fragment {
                 Fragment::JsonMember { path, .. } => path.join("."),
                 Fragment::JsonFirstMember { key, .. } => key.clone(),
@@ -52,7 +57,9 @@ pub fn owned(change: &Change) -> String {
                     "@AGENTS.md import".into()
                 }
                 Fragment::MarkdownBlock { .. } => "rules block".into(),
-                Fragment::Retired(_) => unreachable!("filtered out above"),
+                Fragment::Retired(_) | Fragment::AgentBookkeeping { .. } => {
+                    unreachable!("filtered out above")
+                }
             })
             .collect::<Vec<_>>()
             .join(", "),
