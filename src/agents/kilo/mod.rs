@@ -236,6 +236,11 @@ impl super::agent::Agent for Kilo {
         self
     }
 
+    /// The plugin adds the text to the system prompt as it is (as OpenCode's does).
+    fn session_start(&self) -> &dyn crate::hook::StartDialect {
+        &crate::hook::Plain(crate::hook::Form::Text)
+    }
+
     fn migrations(&self) -> &'static [crate::upgrade::Migration] {
         // No memloop before this one wrote Kilo's files: nothing to migrate yet.
         &[]
