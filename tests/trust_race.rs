@@ -191,17 +191,31 @@ fn race(style: Style, runs: u64) -> Tally {
 #[test]
 fn trust_racing_an_agent_that_rewrites_its_config_never_loses_a_write_silently() {
     for style in [Style::AtomicReplace, Style::InPlace] {
-        let tally = race(style, 16);
-        eprintln!("{style:?}: {tally:?}");
+        // Rounds of 16 until a race was lost (reported, or a half-written file refused): on a
+        // busy machine the timing may spare a round; every round still counts silent losses.
+        let mut rounds = Vec::new();
+        loop {
+            let tally = race(style, 16);
+            eprintln!("{style:?}: {tally:?}");
+            let lost_visibly = tally.reported + tally.refused_partial > 0;
+            rounds.push(tally);
+            if lost_visibly || rounds.len() == 4 {
+                break;
+            }
+        }
+        let rewrites: u64 = rounds.iter().map(|t| t.rewrites).sum();
         assert!(
-            tally.rewrites >= 1000,
-            "{style:?}: only {} rewrites raced the runs",
-            tally.rewrites
+            rewrites >= 1000,
+            "{style:?}: only {rewrites} rewrites raced the runs"
         );
-        assert!(tally.wrote > 0, "{style:?}: no run got through: {tally:?}");
         assert!(
-            tally.reported > 0,
-            "{style:?}: no run lost the race, the test proves nothing: {tally:?}"
+            rounds.iter().any(|t| t.wrote > 0),
+            "{style:?}: no run got through: {rounds:?}"
+        );
+        assert!(
+            rounds.iter().any(|t| t.reported + t.refused_partial > 0),
+            "{style:?}: no run lost the race in {} rounds, the test proves nothing: {rounds:?}",
+            rounds.len()
         );
     }
 }
