@@ -79,6 +79,20 @@ impl AgentId {
         }
     }
 
+    /// The program's name as its makers write it, for texts a person reads (`--help`, the
+    /// GitHub Action, the npm package; `tests/agent_names.rs` checks that they name every agent).
+    pub fn name(self) -> &'static str {
+        match self {
+            AgentId::Claude => "Claude Code",
+            AgentId::Opencode => "OpenCode",
+            AgentId::Kimi => "Kimi Code",
+            AgentId::Codex => "Codex CLI",
+            AgentId::Gemini => "Gemini CLI",
+            AgentId::Qwen => "Qwen Code",
+            AgentId::Copilot => "Copilot CLI",
+        }
+    }
+
     /// Every agent's name, for a message: `claude, opencode or kimi`.
     pub fn choices() -> String {
         let names: Vec<&str> = AgentId::ALL.iter().map(|a| a.as_str()).collect();
