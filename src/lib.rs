@@ -20,6 +20,7 @@ pub mod edit;
 pub mod engine;
 pub mod files;
 pub mod gate;
+pub mod git_exclude;
 pub mod instructions;
 pub mod position;
 pub mod repo;
