@@ -20,6 +20,7 @@
 //!   `agents-md-size`
 //! - gemini: `context-file`, `hooks`, `server-name`, `trust`, `session-start`
 
+pub mod curl;
 pub mod drift;
 pub mod finding;
 pub mod format;
