@@ -238,6 +238,12 @@ pub struct MemoryConfig {
     /// memloop installed.
     #[serde(default = "default_true")]
     pub session_start: bool,
+    /// Let the agents run the embedded memory server's two tools, `context_query` (a read of
+    /// the notes) and `memory_store` (a write under `.memloop/memory/`), without asking each
+    /// time, where the agent can be told so for single tools (Claude Code's `permissions.allow`).
+    /// Nothing else is ever approved. false: sync takes the approvals back out.
+    #[serde(default = "default_true")]
+    pub approve_tools: bool,
 }
 
 impl MemoryConfig {
@@ -254,6 +260,7 @@ impl Default for MemoryConfig {
         MemoryConfig {
             index_bytes: default_index_bytes(),
             session_start: true,
+            approve_tools: true,
         }
     }
 }

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use crate::agents::claude::{HOOK_COMMAND, hook_group, settings_fragments};
+use crate::agents::claude::{HOOK_COMMAND, approvals, hook_group, settings_fragments};
 use crate::config::{AgentId, Layout};
 use crate::edit::json::Dialect;
 use crate::edit::markdown;
@@ -171,6 +171,12 @@ fn shape_rewrite(env: &Env, files: &mut Files) -> Result<(), PlanError> {
             && path != stop
         {
             doc.upsert_item(&path, &value, &|group| is_hook_group_for(group, &command))?;
+        }
+    }
+    // And the approvals of memloop's own two tools, where wanted.
+    for fragment in approvals(&env.ctx) {
+        if let Fragment::JsonArrayItem { path, value, .. } = fragment {
+            doc.upsert_item(&path, &value, &|item| *item == value)?;
         }
     }
     files.write_text(&path, &doc.to_text(), encoding)
