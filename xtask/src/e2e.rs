@@ -143,6 +143,11 @@ const SCENARIOS: &[Scenario] = &[
         run: gate::claude_unknown_keys,
     },
     Scenario {
+        name: "gate-claude-approved-tools",
+        about: "as gate-claude in --permission-mode acceptEdits: the lookup and the store run without a question only through the permissions.allow entries memloop wrote for its own two tools",
+        run: gate::claude_approved_tools,
+    },
+    Scenario {
         name: "gate-opencode",
         about: "OpenCode (serve) edits, the plugin sends it back, it stores over MCP, then idles",
         run: gate::opencode,
