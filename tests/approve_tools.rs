@@ -1,5 +1,6 @@
 //! memloop's own two tools run without a question in Claude Code (`permissions.allow` in
-//! `.claude/settings.json`): owned entries that sync writes, diff and doctor check,
+//! `.claude/settings.json`) and Gemini CLI (`tools.allowed` in `.gemini/settings.json`): owned
+//! entries that sync writes, diff and doctor check,
 //! `[memory] approve_tools = false` takes back, and uninstall removes. Nothing else is approved.
 
 mod trees;
@@ -113,4 +114,28 @@ fn uninstall_removes_them_even_on_another_machine() {
     // Nothing tells memloop's approvals from a person's there but their names: only memloop's
     // server has these tools, so they go; the person's own rule stays.
     assert_eq!(allow_list(&sandbox), ["Bash(ls)"]);
+}
+
+#[test]
+fn gemini_gets_the_same_two_under_its_names_and_gives_them_back() {
+    let sandbox = Sandbox::empty();
+    sandbox.ok(&["init", "--yes", "--agents", "gemini"]);
+    let settings: serde_json::Value = jsonc_value(&sandbox.read(".gemini/settings.json"));
+    assert_eq!(
+        settings["tools"]["allowed"],
+        serde_json::json!(["mcp_memory_context_query", "mcp_memory_memory_store"])
+    );
+    assert!(
+        settings["mcpServers"]["memory"].get("trust").is_none(),
+        "never the whole server"
+    );
+    sandbox.set_config("memory", "approve_tools", "false");
+    sandbox.ok(&["sync"]);
+    let settings = jsonc_value(&sandbox.read(".gemini/settings.json"));
+    assert!(settings.get("tools").is_none(), "{settings}");
+}
+
+/// `.gemini/settings.json` as a value (memloop writes it without comments).
+fn jsonc_value(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap()
 }

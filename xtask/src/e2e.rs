@@ -218,6 +218,11 @@ const SCENARIOS: &[Scenario] = &[
         run: gemini_memloop::gate,
     },
     Scenario {
+        name: "gate-gemini-approved-tools",
+        about: "as gate-gemini in --approval-mode auto_edit: the lookup and the store run without a question only through the tools.allowed entries memloop wrote for its own two tools",
+        run: gemini_memloop::gate_approved_tools,
+    },
+    Scenario {
         name: "config-copilot",
         about: "memloop init: untrusted without consent (no workspace server); after memloop trust --yes copilot mcp list loads memory from .mcp.json, instruction list reads the rules once, doctor --live agrees; uninstall removes the trust",
         run: copilot::config,

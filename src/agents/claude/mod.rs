@@ -159,17 +159,13 @@ pub fn settings_fragments(session_start: bool) -> Vec<Fragment> {
     ]
 }
 
-/// The two tools of memloop's own server (the embedded one) a session may run without asking:
-/// a read of the notes and a write under `.memloop/memory/`. Never a pattern (`mcp__memory__.*`
-/// would also approve `memory_forget`), never another server's tools.
-pub const APPROVED_TOOLS: [&str; 2] = ["context_query", "memory_store"];
-
 /// `permissions.allow` entries (`mcp__<server>__<tool>`, Claude Code's name of an MCP tool) for
-/// `APPROVED_TOOLS`; retired (taken back by sync) with `[memory] approve_tools = false` or a
+/// `agents::APPROVED_TOOLS`, never a pattern (`mcp__memory__.*` would also approve
+/// `memory_forget`); retired (taken back by sync) with `[memory] approve_tools = false` or a
 /// server that is not memloop's own.
 pub fn approvals(ctx: &Context) -> Vec<Fragment> {
     let wanted = ctx.config.memory.approve_tools && ctx.server.is_embedded();
-    APPROVED_TOOLS
+    crate::agents::APPROVED_TOOLS
         .iter()
         .map(|tool| {
             Fragment::JsonArrayItem {
