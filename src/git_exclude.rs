@@ -20,7 +20,7 @@ fn exclude_file(root: &Path) -> Option<PathBuf> {
     let git_dir = if meta.is_dir() {
         dot_git
     } else {
-        let text = std::fs::read_to_string(&dot_git).ok()?;
+        let text = crate::files::read_text(&dot_git).ok()?;
         let dir = PathBuf::from(text.trim().strip_prefix("gitdir:")?.trim());
         let dir = if dir.is_absolute() {
             dir
@@ -28,7 +28,7 @@ fn exclude_file(root: &Path) -> Option<PathBuf> {
             root.join(dir)
         };
         // A worktree's own folder names the shared one in `commondir`.
-        match std::fs::read_to_string(dir.join("commondir")) {
+        match crate::files::read_text(&dir.join("commondir")) {
             Ok(common) => {
                 let common = PathBuf::from(common.trim());
                 if common.is_absolute() {
@@ -53,11 +53,9 @@ pub fn remember(root: &Path, rel: &str) -> anyhow::Result<Option<PathBuf>> {
     let Some(path) = exclude_file(root) else {
         return Ok(None);
     };
-    let before = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
-    };
+    let before = crate::files::read_optional(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .unwrap_or_default();
     let pattern = pattern(rel);
     if before.lines().any(|line| line.trim_end() == pattern) {
         return Ok(None);
@@ -83,7 +81,7 @@ pub fn forget(root: &Path, rel: &str) -> anyhow::Result<Option<PathBuf>> {
     let Some(path) = exclude_file(root) else {
         return Ok(None);
     };
-    let Ok(before) = std::fs::read_to_string(&path) else {
+    let Ok(Some(before)) = crate::files::read_optional(&path) else {
         return Ok(None);
     };
     let block = format!("{MARKER}\n{}\n", pattern(rel));

@@ -78,7 +78,7 @@ pub fn post(
         .stdin(Stdio::null())
         .output()
         .map_err(|err| format!("curl could not start: {err}"))?;
-    let head = std::fs::read_to_string(head.path()).unwrap_or_default();
+    let head = crate::files::read_text(head.path()).unwrap_or_default();
     if !out.status.success() && head.trim().is_empty() {
         return Err(format!(
             "curl: {}",
