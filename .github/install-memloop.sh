@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Puts memloop on PATH for the GitHub Action (action.yml): the release binary for this runner,
-# verified against the release's sha256 file, or, only when the release of this version has no
-# binary for this runner, `cargo install` from the action's own source.
+# verified against the release's sha256 file. When the release of this version has no binary for
+# this runner, it says so once and leaves the build to the action, which caches what it builds:
+# it writes `build=true`, `root=<install root>` and `cache-key=<runner, version, source digest>`
+# to GITHUB_OUTPUT and puts <install root>/bin on GITHUB_PATH.
 #
 # Environment: MEMLOOP_SOURCE (the action's checkout, required), MEMLOOP_REPOSITORY (owner/name
 # of the action; else taken from MEMLOOP_SOURCE's path under _actions/, else GITHUB_REPOSITORY),
 # MEMLOOP_RELEASE_URL (a mirror of the release assets: <url>/<asset>), RUNNER_OS, RUNNER_ARCH,
-# RUNNER_TEMP, GITHUB_PATH as GitHub sets them.
+# RUNNER_TEMP, RUNNER_TOOL_CACHE, GITHUB_PATH, GITHUB_OUTPUT as GitHub sets them.
 set -euo pipefail
 
 source_dir=${MEMLOOP_SOURCE:?MEMLOOP_SOURCE must name the action checkout}
@@ -44,9 +46,25 @@ fi
 base=${MEMLOOP_RELEASE_URL:-${GITHUB_SERVER_URL:-https://github.com}/$repository/releases/download/v$version}
 base=${base%/}
 
+sha256_of() {
+  if command -v sha256sum >/dev/null 2>&1; then sha256sum "$@"; else shasum -a 256 "$@"; fi
+}
+
+# The build is keyed on what it is built from, so an unchanged action reuses its binary.
 from_source() {
-  echo "$1; building memloop $version from the action's source (cargo install, a few minutes)"
-  cargo install --locked --quiet --path "$source_dir"
+  echo "$1; building memloop $version from the action's source (cargo install, cached for the next runs)"
+  local digest root
+  digest=$(cd "$source_dir" && find Cargo.toml Cargo.lock src assets -type f -print0 | LC_ALL=C sort -z |
+    xargs -0 cat | sha256_of | cut -c1-16)
+  root="${RUNNER_TOOL_CACHE:-${RUNNER_TEMP:-${TMPDIR:-/tmp}}}/memloop-build"
+  if [ -n "${GITHUB_OUTPUT:-}" ]; then
+    {
+      echo "build=true"
+      echo "root=$root"
+      echo "cache-key=memloop-${RUNNER_OS:-os}-${RUNNER_ARCH:-arch}-v$version-$digest"
+    } >> "$GITHUB_OUTPUT"
+  fi
+  if [ -n "${GITHUB_PATH:-}" ]; then echo "$root/bin" >> "$GITHUB_PATH"; fi
 }
 
 if [ -z "$target" ]; then
@@ -75,11 +93,7 @@ if ! curl --fail --silent --show-error --location --retry 3 --output "$work/$ass
   exit 1
 fi
 expected=$(cut -d' ' -f1 < "$work/$asset.sha256" | tr -d '\r\n')
-if command -v sha256sum >/dev/null 2>&1; then
-  actual=$(sha256sum "$work/$asset" | cut -d' ' -f1)
-else
-  actual=$(shasum -a 256 "$work/$asset" | cut -d' ' -f1)
-fi
+actual=$(sha256_of "$work/$asset" | cut -d' ' -f1)
 if [ -z "$expected" ] || [ "$actual" != "$expected" ]; then
   echo "::error::$asset from $base has sha256 $actual, but $asset.sha256 says ${expected:-nothing}; not installing it" >&2
   exit 1

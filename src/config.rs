@@ -82,6 +82,21 @@ impl AgentId {
         }
     }
 
+    /// The program's name as its makers write it, for texts a person reads (`--help`, the
+    /// GitHub Action, the npm package; `tests/agent_names.rs` checks that they name every agent).
+    pub fn name(self) -> &'static str {
+        match self {
+            AgentId::Claude => "Claude Code",
+            AgentId::Opencode => "OpenCode",
+            AgentId::Kimi => "Kimi Code",
+            AgentId::Codex => "Codex CLI",
+            AgentId::Gemini => "Gemini CLI",
+            AgentId::Qwen => "Qwen Code",
+            AgentId::Copilot => "Copilot CLI",
+            AgentId::Kilo => "Kilo Code CLI",
+        }
+    }
+
     /// Every agent's name, for a message: `claude, opencode or kimi`.
     pub fn choices() -> String {
         let names: Vec<&str> = AgentId::ALL.iter().map(|a| a.as_str()).collect();
@@ -227,6 +242,13 @@ pub struct MemoryConfig {
     /// memloop installed.
     #[serde(default = "default_true")]
     pub session_start: bool,
+    /// Let the agents run the embedded memory server's two tools, `context_query` (a read of
+    /// the notes) and `memory_store` (a write under `.memloop/memory/`), without asking each
+    /// time, where the agent can be told so for single tools (Claude Code's `permissions.allow`,
+    /// Gemini CLI's `tools.allowed`).
+    /// Nothing else is ever approved. false: sync takes the approvals back out.
+    #[serde(default = "default_true")]
+    pub approve_tools: bool,
 }
 
 impl MemoryConfig {
@@ -243,6 +265,7 @@ impl Default for MemoryConfig {
         MemoryConfig {
             index_bytes: default_index_bytes(),
             session_start: true,
+            approve_tools: true,
         }
     }
 }

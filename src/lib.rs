@@ -22,6 +22,7 @@ pub mod edit;
 pub mod engine;
 pub mod files;
 pub mod gate;
+pub mod git_exclude;
 pub mod hook;
 pub mod instructions;
 pub mod memory;

@@ -48,7 +48,9 @@ pub fn owned(change: &Change) -> String {
                     format!("{} ({command})", path.join("."))
                 }
                 Fragment::JsonListItem { path, item, .. } => format!("{} ({item})", path.join(".")),
-                Fragment::JsonArrayItem { path, value } => format!("{} ({value})", path.join(".")),
+                Fragment::JsonArrayItem { path, value, .. } => {
+                    format!("{} ({value})", path.join("."))
+                }
                 Fragment::TomlEntry { key, entry } => format!("[[{key}]] {}", entry.identity.1),
                 Fragment::TomlTable { path, .. } => {
                     format!("[{}]", crate::edit::toml::dotted(path))

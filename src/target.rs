@@ -41,8 +41,14 @@ pub enum Fragment {
     },
     /// One element equal to `value` in the array at `path` (a server name in Claude Code's
     /// `enabledMcpjsonServers`, a folder in a trust list); the array's other elements are the
-    /// user's. Removal takes it back only where the file did not hold it before memloop came.
-    JsonArrayItem { path: Vec<String>, value: Value },
+    /// user's. Removal takes it back only where the file did not hold it before memloop came;
+    /// with no record of the file before, an equal element is the user's unless `memloops`
+    /// (it names memloop's own server's tools, meaningless without memloop, like its hooks).
+    JsonArrayItem {
+        path: Vec<String>,
+        value: Value,
+        memloops: bool,
+    },
     /// One entry of a TOML array of tables (`[[key]]`).
     TomlEntry { key: String, entry: Entry },
     /// The table at `path` (`[mcp_servers.memory]`) holds `fields`; with `whole`, nothing else.

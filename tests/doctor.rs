@@ -65,6 +65,12 @@ impl Sandbox {
         std::fs::create_dir_all(repo.join(".git")).unwrap();
         std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_memloop"), memloop_dir.join("memloop"))
             .unwrap();
+        // `doctor --live` talks HTTP through curl: the machine's, beside the fake agents.
+        let curl = ["/usr/bin/curl", "/bin/curl", "/usr/local/bin/curl"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).is_file())
+            .expect("the HTTP probe tests need curl");
+        std::os::unix::fs::symlink(curl, bin.join("curl")).unwrap();
         Sandbox {
             temp,
             repo,
@@ -587,6 +593,67 @@ fn live_warns_when_kimis_session_log_has_tool_calls_but_no_step_markers() {
     assert_eq!(moved("log format moved"), None);
 }
 
+/// The probe's finding after `doctor --live` against the server at `url`.
+fn probe_finding(url: &str) -> Value {
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.repo.join("memloop.toml"),
+        format!(
+            "version = 1\nagents = [\"claude\"]\n\n[server]\nname = \"memory\"\nurl = \"{url}\"\n"
+        ),
+    )
+    .unwrap();
+    assert!(sandbox.run(&["sync"]).status.success());
+    let out = sandbox.run(&["doctor", "--live", "--format", "json", "--timeout", "30"]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "memloop.server-probe")
+        .cloned()
+        .unwrap()
+}
+
+/// The same client for every address: an IPv6 loopback server answers, and a redirect is named
+/// with its target instead of being followed.
+fn live_probe_reaches_ipv6_loopback_and_names_a_redirect() {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    match std::net::TcpListener::bind("[::1]:0") {
+        Ok(listener) => {
+            let port = listener.local_addr().unwrap().port();
+            let log = seen.clone();
+            std::thread::spawn(move || serve_http(listener, log));
+            let probe = probe_finding(&format!("http://[::1]:{port}/mcp"));
+            assert_eq!(probe["severity"], "ok", "{probe}");
+        }
+        Err(err) => eprintln!("skipped the IPv6 half: no [::1] here ({err})"),
+    }
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(
+                b"HTTP/1.1 308 Permanent Redirect\r\nLocation: http://127.0.0.1:9/elsewhere\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+        }
+    });
+    let probe = probe_finding(&format!("http://127.0.0.1:{port}/mcp"));
+    assert_eq!(probe["severity"], "error", "{probe}");
+    assert!(
+        probe["message"]
+            .as_str()
+            .unwrap()
+            .contains("HTTP 308: the server redirects to http://127.0.0.1:9/elsewhere"),
+        "{probe}"
+    );
+}
+
 fn main() {
     harness::run(
         "doctor/cases",
@@ -604,6 +671,10 @@ fn main() {
             (
                 "live_warns_when_kimis_session_log_has_tool_calls_but_no_step_markers",
                 live_warns_when_kimis_session_log_has_tool_calls_but_no_step_markers,
+            ),
+            (
+                "live_probe_reaches_ipv6_loopback_and_names_a_redirect",
+                live_probe_reaches_ipv6_loopback_and_names_a_redirect,
             ),
             (
                 "completions_cover_every_command",

@@ -1032,9 +1032,19 @@ fn gemini_reads_the_chat_recording_and_survives_a_rewind() {
             gemini_message("g3", &[("w2", "write_file", "success")]),
         ]),
     );
+    // Blocked the way Gemini CLI shows as a continuation, not as a failed hook: exit 0, the
+    // decision as JSON on stdout, nothing on stderr.
     let run = stop(&gate, false);
-    assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("Modified 3 file(s)"), "{}", run.stderr);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let answer: Value = serde_json::from_str(run.stdout.trim()).expect("one JSON answer");
+    assert_eq!(answer["decision"], "block", "{answer}");
+    assert!(
+        answer["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("Modified 3 file(s)") && r.starts_with("KNOWLEDGE CHECK")),
+        "{answer}"
+    );
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
     append(
         &recording,
         &lines(&[
@@ -1049,6 +1059,7 @@ fn gemini_reads_the_chat_recording_and_survives_a_rewind() {
     );
     let run = stop(&gate, false);
     assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.trim().is_empty(), "let through: {}", run.stdout);
 }
 
 fn copilot_row(kind: &str, data: Value) -> String {

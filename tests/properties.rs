@@ -113,7 +113,8 @@ fn markdown() -> impl Strategy<Value = String> {
 }
 
 fn files() -> impl Strategy<Value = Vec<(&'static str, Vec<u8>)>> {
-    let settings = (object(2), style()).prop_map(|(v, s)| render_json(&without(v, "hooks"), &s));
+    let settings = (object(2), style())
+        .prop_map(|(v, s)| render_json(&unless_object(without(v, "hooks"), "permissions"), &s));
     let mcp = (object(1), style()).prop_map(|(v, s)| render_json(&without(v, "mcpServers"), &s));
     let opencode = (object(1), style()).prop_map(|(v, s)| render_json(&without(v, "mcp"), &s));
     let claude_md = (markdown(), style()).prop_map(|(text, s)| finish(text, &s));
@@ -134,6 +135,16 @@ fn files() -> impl Strategy<Value = Vec<(&'static str, Vec<u8>)>> {
             .filter_map(|(path, bytes)| bytes.map(|b| (path, b)))
             .collect()
         })
+}
+
+/// The same for a member memloop adds into (`permissions.allow`): a user's object stays.
+fn unless_object(mut value: Value, key: &str) -> Value {
+    if let Value::Object(map) = &mut value
+        && map.get(key).is_some_and(|v| !v.is_object())
+    {
+        map.remove(key);
+    }
+    value
 }
 
 /// memloop refuses a non-object where it must add a member; keep generated files editable.

@@ -27,6 +27,11 @@ use crate::repo::Context;
 use crate::target::{Target, Wanted};
 use crate::upgrade::{self, Migration};
 
+/// The two tools of memloop's own server (the embedded one) a session may run without asking,
+/// in each agent that can be told so for single tools (`[memory] approve_tools`): a read of the
+/// notes and a write under `.memloop/memory/`. Never more, never another server's tools.
+pub const APPROVED_TOOLS: [&str; 2] = ["context_query", "memory_store"];
+
 /// The agent behind `id`.
 pub fn of(id: AgentId) -> &'static dyn Agent {
     match id {

@@ -16,11 +16,13 @@ fn pending_lists_what_applies_and_writes_nothing() {
     ]);
     let home = dir.path().join("home");
     let ids = pending_in(&env(&home, &repo, true), &migrations()).unwrap();
-    // The Stop hook moved over to Kimi Code gets its session-start pair there.
+    // The Stop hook moved over to Kimi Code gets its session-start pair there; Claude's
+    // reshaped Stop hook gets the approvals of memloop's own tools beside it.
     assert_eq!(
         ids,
         [
             "claude-hook-shape",
+            "claude-approve-tools",
             "kimi-legacy-to-code",
             "kimi-session-start"
         ]
@@ -53,7 +55,10 @@ fn user_files_without_consent_are_held_not_applied() {
     ]);
     let plan = plan(&env(&dir.path().join("home"), &repo, false), &migrations()).unwrap();
     let ids = |list: &[Applied]| list.iter().map(|a| a.id).collect::<Vec<_>>();
-    assert_eq!(ids(&plan.applied), ["claude-hook-shape"]);
+    assert_eq!(
+        ids(&plan.applied),
+        ["claude-hook-shape", "claude-approve-tools"]
+    );
     assert_eq!(ids(&plan.held), ["kimi-legacy-to-code"]);
     let changed: Vec<String> = plan
         .files

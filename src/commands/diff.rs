@@ -16,7 +16,7 @@ pub struct DiffArgs {
     /// Output format: unified diffs, or JSON with one diff per file.
     #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
     pub format: DiffFormat,
-    /// Include the user-scope files (Kimi's hooks, Codex's trust entries, Qwen's server approval) as if consent were given.
+    /// Include the user-scope files (agents' hooks and trust entries in your home folder) as if consent were given.
     #[arg(long)]
     pub user_scope: bool,
 }

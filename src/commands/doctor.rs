@@ -32,8 +32,8 @@ pub struct DoctorArgs {
     /// Run `memloop sync` for what sync can fix, then check again; says what it cannot fix.
     #[arg(long)]
     pub fix: bool,
-    /// Also ask the installed agents (claude mcp get, opencode debug config, kimi doctor config)
-    /// and probe the memory server over MCP.
+    /// Also ask each installed agent's own program what it loads (such as `claude mcp get`) and
+    /// probe the memory server over MCP.
     #[arg(long)]
     pub live: bool,
     /// An agent enabled in memloop.toml but not installed is an error.

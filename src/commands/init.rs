@@ -18,7 +18,7 @@ pub struct InitArgs {
     /// Take the flags (and defaults) as the answers; never prompt.
     #[arg(long, short = 'y')]
     pub yes: bool,
-    /// Agents to set up, comma-separated: claude, opencode, kimi, codex, gemini, qwen, copilot.
+    /// Agents to set up, comma-separated: claude, opencode, kimi, codex, gemini, qwen, copilot, kilo.
     #[arg(long, value_delimiter = ',', value_parser = parse_agent)]
     pub agents: Vec<AgentId>,
     /// Name of the memory server in every agent's config.
@@ -182,14 +182,10 @@ pub fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
         super::trust::offer(&mut repo, args.trust, may_ask, args.dry_run)?;
     }
     if code == ExitCode::SUCCESS && !args.dry_run {
-        if which::which("memloop").is_err() {
-            // Typical after `npx memloop init`: the hooks and the server need memloop on PATH.
-            println!(
-                "memloop is not on PATH, and the agents' hooks and memory server run it from there: \
-                 install it with `npm install -g memloop` (or `cargo binstall memloop`)."
-            );
+        match super::on_path::note() {
+            Some(note) => println!("{note}"),
+            None => println!("Next: run `memloop doctor` to check what each agent will see."),
         }
-        println!("Next: run `memloop doctor` to check what each agent will see.");
     }
     Ok(code)
 }
@@ -328,29 +324,34 @@ pub fn detected_agents(root: &Path) -> Vec<AgentId> {
 }
 
 fn ask(root: &Path, args: &InitArgs) -> anyhow::Result<(Config, bool)> {
-    use dialoguer::{Confirm, Input, MultiSelect, Select};
+    use dialoguer::{Input, MultiSelect, Select};
 
-    let detected = detected_agents(root);
-    // Enter alone should set something up: what is here, else every agent.
-    let preselected = match (args.agents.is_empty(), detected.is_empty()) {
-        (false, _) => args.agents.clone(),
-        (true, false) => detected,
-        (true, true) => AgentId::ALL.to_vec(),
+    // What is installed or configured here is preselected, as `--yes` would take it; with
+    // nothing found nothing is guessed (`--yes` refuses then), the person picks.
+    let preselected = if args.agents.is_empty() {
+        detected_agents(root)
+    } else {
+        args.agents.clone()
     };
-    let names: Vec<&str> = AgentId::ALL.iter().map(|a| a.as_str()).collect();
+    if preselected.is_empty() {
+        eprintln!("No agent was found on PATH or in this repository: pick the ones you use.");
+    }
+    let names: Vec<&str> = AgentId::ALL.iter().map(|a| a.name()).collect();
     let defaults: Vec<bool> = AgentId::ALL
         .iter()
         .map(|a| preselected.contains(a))
         .collect();
-    let picked = MultiSelect::new()
-        .with_prompt("Which agents should use the memory loop? (space toggles, enter accepts)")
-        .items(&names)
-        .defaults(&defaults)
-        .interact()?;
-    let agents: Vec<AgentId> = picked.into_iter().map(|i| AgentId::ALL[i]).collect();
-    if agents.is_empty() {
-        bail!("no agent chosen; nothing to set up");
-    }
+    let agents: Vec<AgentId> = loop {
+        let picked = MultiSelect::new()
+            .with_prompt("Which agents should use the memory loop? (space toggles, enter accepts)")
+            .items(&names)
+            .defaults(&defaults)
+            .interact()?;
+        if !picked.is_empty() {
+            break picked.into_iter().map(|i| AgentId::ALL[i]).collect();
+        }
+        eprintln!("No agent picked: toggle at least one with space, then press enter.");
+    };
 
     let choices = [
         "embedded (memloop serve: notes in .memloop/, no account)",
@@ -417,12 +418,10 @@ fn ask(root: &Path, args: &InitArgs) -> anyhow::Result<(Config, bool)> {
         .iter()
         .filter_map(|id| crate::agents::of(*id).user_scope_question())
         .collect();
+    // Your home folder is written only on a clear yes: Enter alone keeps to the repository.
     let user_scope = !questions.is_empty()
         && (args.user_scope
-            || Confirm::new()
-                .with_prompt(questions.join(" "))
-                .default(true)
-                .interact()?);
+            || super::confirm(&questions.join("\n"), "Write to your home folder?", false)?);
     Ok((
         Config {
             agents,

@@ -4,6 +4,7 @@ pub mod diff;
 pub mod doctor;
 pub mod init;
 pub mod memory;
+mod on_path;
 pub mod sync;
 pub mod trust;
 pub mod uninstall;
@@ -116,6 +117,17 @@ pub fn refused(err: PlanError) -> anyhow::Result<ExitCode> {
         }
         PlanError::Other(err) => Err(err),
     }
+}
+
+/// A yes/no question on the terminal: the explanation on lines of its own, then a short prompt.
+/// dialoguer redraws the prompt line with the answer; a prompt wider than the terminal wraps,
+/// and its first lines would stay on screen a second time.
+pub fn confirm(explanation: &str, prompt: &str, default: bool) -> anyhow::Result<bool> {
+    eprintln!("{explanation}");
+    Ok(dialoguer::Confirm::new()
+        .with_prompt(prompt)
+        .default(default)
+        .interact()?)
 }
 
 /// Whether a person can answer questions: both stdin and stderr are terminals.

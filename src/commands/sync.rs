@@ -80,6 +80,12 @@ pub fn sync(
     for skipped in &wanted.skipped {
         println!("  skipped: {skipped}");
     }
+    // init says it once, after its trust step.
+    if command == "sync"
+        && let Some(note) = super::on_path::note()
+    {
+        println!("{note}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -188,21 +188,59 @@ pub fn write(repo: &mut Repo, changes: &[Change], revoke: bool) -> anyhow::Resul
         }
     }
     repo.state.trusted = !revoke;
-    repo.state.save(&repo.root)
+    repo.state.save(&repo.root)?;
+    keep_out_of_git(&repo.root, changes, revoke)
+}
+
+/// A trust entry inside the repository is one person's: its file is listed in the clone's git
+/// excludes when written, and taken off the list when revoking removed it.
+pub fn keep_out_of_git(
+    root: &std::path::Path,
+    changes: &[Change],
+    revoke: bool,
+) -> anyhow::Result<()> {
+    for change in changes {
+        if change.target.scope != crate::target::Scope::Project {
+            continue;
+        }
+        let canonical = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        let Ok(rel) = change
+            .write_path
+            .strip_prefix(root)
+            .or_else(|_| change.write_path.strip_prefix(&canonical))
+        else {
+            continue;
+        };
+        let rel = rel.to_string_lossy().replace('\\', "/");
+        if revoke {
+            crate::git_exclude::forget(root, &rel)?;
+        } else if let Some(exclude) = crate::git_exclude::remember(root, &rel)? {
+            let exclude = exclude.strip_prefix(root).unwrap_or(&exclude);
+            println!(
+                "  git-ignored: {rel} (one person's approval; listed in {}, this clone only)",
+                exclude.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 fn ask(changes: &[Change], revoke: bool) -> anyhow::Result<bool> {
     let names: Vec<&str> = changes.iter().map(|c| c.target.display.as_str()).collect();
-    let prompt = if revoke {
-        format!("Take these approvals back from {}?", names.join(", "))
-    } else {
-        format!(
-            "Write these approvals to {} (outside the repository)?",
-            names.join(", ")
+    if revoke {
+        super::confirm(
+            &format!("These approvals come back out of {}.", names.join(", ")),
+            "Take them back?",
+            false,
         )
-    };
-    Ok(dialoguer::Confirm::new()
-        .with_prompt(prompt)
-        .default(false)
-        .interact()?)
+    } else {
+        super::confirm(
+            &format!(
+                "These approvals go to {}, outside the repository.",
+                names.join(", ")
+            ),
+            "Write them?",
+            false,
+        )
+    }
 }

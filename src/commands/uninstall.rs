@@ -90,8 +90,15 @@ pub fn run(args: UninstallArgs) -> anyhow::Result<ExitCode> {
         repo.state.trusted = false;
     }
     repo.state.save(&repo.root)?;
+    super::trust::keep_out_of_git(&repo.root, &changes, true)?;
     println!("memloop uninstall: {}", repo.root.display());
-    print!("{}", report::summary(&changes));
+    // Only what this run removed or kept: a file memloop never wrote (trust never given) or
+    // already took back (a second uninstall) is not named.
+    let done: Vec<Change> = changes.into_iter().filter(|c| !c.is_noop()).collect();
+    if done.is_empty() && kept.is_empty() {
+        println!("  nothing of memloop's to remove");
+    }
+    print!("{}", report::summary(&done));
     for display in kept {
         println!(
             "  kept      {display}  (outside the repository: run `memloop uninstall --yes` to remove it)"
@@ -104,8 +111,18 @@ pub fn run(args: UninstallArgs) -> anyhow::Result<ExitCode> {
         );
     }
     println!("memloop.toml is kept; delete it to forget these settings");
+    if repo.root.join(NOTES_DIR).is_dir() {
+        println!(
+            "The notes under {NOTES_DIR}/ are kept (the repository's memory, yours to keep or share); \
+             remove them with `rm -r {NOTES_DIR}` (`git rm -r {NOTES_DIR}` where they are committed)"
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
+
+/// Where the agents' notes live in a repository (the memory server's folder); uninstall never
+/// removes them: they are what the agents learned, not memloop's configuration.
+const NOTES_DIR: &str = ".memloop";
 
 /// `AGENTS.md -> CLAUDE.md` is exactly what memloop creates, so where this machine knows nothing
 /// of the install it goes, like any file memloop would create from nothing. Where it does know
@@ -295,12 +312,12 @@ fn ask(user_files: &[&Change]) -> anyhow::Result<bool> {
         .iter()
         .map(|c| c.target.display.as_str())
         .collect();
-    let answer = dialoguer::Confirm::new()
-        .with_prompt(format!(
-            "Also remove memloop's entries from {} (outside the repository)?",
+    super::confirm(
+        &format!(
+            "memloop's entries are also in {}, outside the repository.",
             names.join(", ")
-        ))
-        .default(true)
-        .interact()?;
-    Ok(answer)
+        ),
+        "Remove them too?",
+        true,
+    )
 }

@@ -291,7 +291,7 @@ fn fragment_state(
                 line: json_line(text, &[Step::Key(key)]),
             }
         }
-        (Fragment::JsonArrayItem { path, value }, Format::Json(dialect)) => {
+        (Fragment::JsonArrayItem { path, value, .. }, Format::Json(dialect)) => {
             let what = format!("{value} in `{}`", path.join("."));
             let holds = parse(text, dialect)
                 .and_then(|v| get(&v, path).cloned())

@@ -21,6 +21,7 @@
 //! - gemini: `context-file`, `hooks`, `server-name`, `trust`, `session-start`
 //! - kilo: `config-json`, `schema`, `entry-shape`, `plugin-file`, `gate-duplicate`
 
+pub mod curl;
 pub mod drift;
 pub mod finding;
 pub mod format;

@@ -2,14 +2,13 @@
 //! http) and check that the tools the rules and the gate name exist.
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{Doctor, Finding, Group};
+use super::{Doctor, Finding, Group, curl};
 use crate::config::{Piece, Transport, env_pieces};
 
 const PROTOCOL: &str = "2025-06-18";
@@ -205,7 +204,8 @@ fn stdio(
     })
 }
 
-/// MCP over streamable HTTP: POST JSON-RPC, answer as JSON or as server-sent events.
+/// MCP over streamable HTTP: POST JSON-RPC (through curl, `curl.rs`), answer as JSON or as
+/// server-sent events.
 fn http(
     url: &str,
     headers: &std::collections::BTreeMap<String, String>,
@@ -218,7 +218,7 @@ fn http(
             expand(value).map_err(|why| format!("header {name}: {why}"))?,
         ));
     }
-    let init = post(url, &extra, &initialize(1), timeout)?;
+    let init = curl::post(url, &extra, &initialize(1), timeout)?;
     let body = init.json(1)?;
     if let Some(error) = body.get("error") {
         return Err(format!("initialize failed: {error}"));
@@ -227,13 +227,13 @@ fn http(
         extra.push(("Mcp-Session-Id".into(), session.clone()));
     }
     extra.push(("MCP-Protocol-Version".into(), PROTOCOL.into()));
-    post(
+    curl::post(
         url,
         &extra,
         &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         timeout,
     )?;
-    let list = post(
+    let list = curl::post(
         url,
         &extra,
         &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}),
@@ -242,218 +242,20 @@ fn http(
     tool_names(&list.json(2)?)
 }
 
-struct Response {
-    status: u16,
-    session: Option<String>,
-    body: String,
-}
-
-impl Response {
-    /// The JSON-RPC message with `id`, from a JSON body or an event stream.
-    fn json(&self, id: u64) -> Result<Value, String> {
-        if !(200..300).contains(&self.status) {
-            return Err(format!(
-                "HTTP {}: {}",
-                self.status,
-                super::live::excerpt(&self.body, 2)
-            ));
-        }
-        let candidates = std::iter::once(self.body.trim().to_owned()).chain(
-            self.body
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(|l| l.trim().to_owned()),
-        );
-        candidates
-            .filter_map(|text| serde_json::from_str::<Value>(&text).ok())
-            .find(|v| v.get("id") == Some(&json!(id)))
-            .ok_or_else(|| {
-                format!(
-                    "no JSON-RPC answer in the response: {}",
-                    super::live::excerpt(&self.body, 2)
-                )
-            })
-    }
-}
-
-fn post(
-    url: &str,
-    headers: &[(String, String)],
-    body: &Value,
-    timeout: Duration,
-) -> Result<Response, String> {
-    let body = body.to_string();
-    let raw = if let Some(rest) = url.strip_prefix("http://") {
-        plain_http(rest, headers, &body, timeout)?
-    } else if url.starts_with("https://") {
-        curl(url, headers, &body, timeout)?
-    } else {
-        return Err(format!("{url} is not an http(s) URL"));
-    };
-    parse_response(&raw, url.starts_with("http://"))
-}
-
-/// HTTP/1.1 over a plain TCP connection (no TLS), closed after one exchange.
-fn plain_http(
-    rest: &str,
-    headers: &[(String, String)],
-    body: &str,
-    timeout: Duration,
-) -> Result<Vec<u8>, String> {
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
-    };
-    let address = if authority.contains(':') {
-        authority.to_owned()
-    } else {
-        format!("{authority}:80")
-    };
-    let addrs: Vec<_> = std::net::ToSocketAddrs::to_socket_addrs(&address)
-        .map_err(|err| format!("cannot resolve {authority}: {err}"))?
-        .collect();
-    let addr = addrs
-        .first()
-        .ok_or_else(|| format!("{authority} has no address"))?;
-    let mut stream = TcpStream::connect_timeout(addr, timeout)
-        .map_err(|err| format!("cannot connect to {authority}: {err}"))?;
-    stream.set_read_timeout(Some(timeout)).ok();
-    stream.set_write_timeout(Some(timeout)).ok();
-    let mut request = format!(
-        "POST {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
-        body.len()
-    );
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    request.push_str(body);
-    stream
-        .write_all(request.as_bytes())
-        .map_err(|err| format!("cannot send to {authority}: {err}"))?;
-    let mut raw = Vec::new();
-    let deadline = Instant::now() + timeout;
-    let mut buf = [0u8; 8192];
-    loop {
-        match stream.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => raw.extend_from_slice(&buf[..n]),
-            // An event stream may stay open after the answer: what arrived is parsed.
-            Err(_) if !raw.is_empty() => break,
-            Err(err) => return Err(format!("no answer from {authority}: {err}")),
-        }
-        if Instant::now() > deadline {
-            break;
-        }
-    }
-    Ok(raw)
-}
-
-/// HTTPS through the `curl` program (memloop links no TLS stack).
-fn curl(
-    url: &str,
-    headers: &[(String, String)],
-    body: &str,
-    timeout: Duration,
-) -> Result<Vec<u8>, String> {
-    let curl = which::which("curl")
-        .map_err(|_| "probing an https server needs `curl` on PATH".to_owned())?;
-    let mut cmd = Command::new(curl);
-    cmd.args([
-        "-sS",
-        "-i",
-        "-X",
-        "POST",
-        "--max-time",
-        &timeout.as_secs().max(1).to_string(),
-    ])
-    .args([
-        "-H",
-        "Content-Type: application/json",
-        "-H",
-        "Accept: application/json, text/event-stream",
-    ]);
-    for (name, value) in headers {
-        cmd.arg("-H").arg(format!("{name}: {value}"));
-    }
-    let out = cmd
-        .args(["--data-binary", body, url])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|err| format!("curl could not start: {err}"))?;
-    if out.stdout.is_empty() {
-        return Err(format!(
-            "curl: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(out.stdout)
-}
-
-fn parse_response(raw: &[u8], dechunk: bool) -> Result<Response, String> {
-    let text = String::from_utf8_lossy(raw);
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .ok_or("the server's answer is not HTTP")?;
-    let mut lines = head.lines();
-    let status: u16 = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|s| s.parse().ok())
-        .ok_or("the server's answer has no HTTP status")?;
-    let mut session = None;
-    let mut chunked = false;
-    for line in lines {
-        if let Some((name, value)) = line.split_once(':') {
-            let name = name.trim().to_ascii_lowercase();
-            if name == "mcp-session-id" {
-                session = Some(value.trim().to_owned());
-            }
-            if name == "transfer-encoding" && value.to_ascii_lowercase().contains("chunked") {
-                chunked = true;
-            }
-        }
-    }
-    let body = if chunked && dechunk {
-        dechunked(body)
-    } else {
-        body.to_owned()
-    };
-    Ok(Response {
-        status,
-        session,
-        body,
-    })
-}
-
-fn dechunked(body: &str) -> String {
-    let mut out = String::new();
-    let mut rest = body;
-    while let Some((size, after)) = rest.split_once("\r\n") {
-        let Ok(size) = usize::from_str_radix(size.trim().split(';').next().unwrap_or(""), 16)
-        else {
-            break;
-        };
-        if size == 0 || after.len() < size {
-            out.push_str(&after[..size.min(after.len())]);
-            break;
-        }
-        out.push_str(&after[..size]);
-        rest = after[size..].strip_prefix("\r\n").unwrap_or(&after[size..]);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn event_stream_and_chunked_bodies_are_read() {
-        let raw = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nMcp-Session-Id: s1\r\nTransfer-Encoding: chunked\r\n\r\n2e\r\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1}\n\n\r\n0\r\n\r\n";
-        let response = parse_response(raw, true).unwrap();
-        assert_eq!(response.session.as_deref(), Some("s1"));
-        assert_eq!(response.json(1).unwrap()["id"], 1);
-        assert!(response.json(2).is_err());
+    fn the_tool_names_are_read_from_an_event_stream_answer() {
+        let response = curl::Response {
+            status: 200,
+            session: None,
+            location: None,
+            body: "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"tools\":[{\"name\":\"context_query\"}]}}\n\n".into(),
+        };
+        let answer = response.json(2).unwrap();
+        assert_eq!(tool_names(&answer).unwrap(), ["context_query"]);
+        assert!(response.json(1).is_err());
     }
 }

@@ -439,19 +439,34 @@ fn edit(
                             restore.push(path);
                         }
                     }
-                    (Fragment::JsonArrayItem { path, value }, Mode::Install) => {
+                    (Fragment::JsonArrayItem { path, value, .. }, Mode::Install) => {
                         doc.upsert_item(path, value, &|item| item == value)?
                     }
-                    (Fragment::JsonArrayItem { path, value }, Mode::Remove) => {
+                    (
+                        Fragment::JsonArrayItem {
+                            path,
+                            value,
+                            memloops,
+                        },
+                        Mode::Remove,
+                    ) => {
                         // A user's own equal element (there before memloop, or with no history
-                        // to tell) is not memloop's to take.
-                        let held_before = original_value.is_none_or(|original| {
-                            lookup(original, path)
+                        // to tell, unless only memloop has a use for it) is not memloop's to take.
+                        let held_before = match original_value {
+                            None => !memloops,
+                            Some(original) => lookup(original, path)
                                 .and_then(Value::as_array)
-                                .is_some_and(|items| items.contains(value))
-                        });
+                                .is_some_and(|items| items.contains(value)),
+                        };
+                        // Containers emptied by taking memloop's own elements out go too
+                        // where nothing is known of the file before: empty, they mean nothing.
+                        let prune_own = |path: &[String]| {
+                            original_value.is_none_or(|value| lookup(value, path).is_none())
+                        };
+                        let prune: &dyn Fn(&[String]) -> bool =
+                            if *memloops { &prune_own } else { &prune };
                         if !held_before {
-                            doc.remove_items(path, &|item| item == value, &prune)
+                            doc.remove_items(path, &|item| item == value, prune)
                         }
                     }
                     // The agent's own: never memloop's to write or take back.

@@ -27,7 +27,8 @@ pub struct JoinedGroups {
     pub pieces: &'static [Piece],
 }
 
-fn holds_group(doc: &Value, event: &str, command: &str) -> bool {
+/// Whether `doc` holds memloop's group running `command` under `hooks.<event>`.
+pub(super) fn holds_group(doc: &Value, event: &str, command: &str) -> bool {
     doc.pointer(&format!("/hooks/{event}"))
         .and_then(Value::as_array)
         .is_some_and(|groups| groups.iter().any(|g| is_hook_group_for(g, command)))

@@ -5,6 +5,7 @@
 //! (`files::Files`), so later migrations see earlier rewrites; the result is a list of engine changes, applied in one
 //! transaction by the command (`commands::upgrade`) or shown as diffs.
 
+pub mod approvals;
 pub mod files;
 pub mod joined_groups;
 pub mod memloop;

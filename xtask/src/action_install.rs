@@ -1,7 +1,8 @@
 //! The GitHub Action's installer (.github/install-memloop.sh) against a release on loopback:
 //! archives named and checksummed as .github/workflows/release.yml makes them, served by a small
 //! HTTP server on 127.0.0.1. It must install a matching binary, refuse one whose checksum does
-//! not match, and fall back to `cargo install` only when the release has no asset (404).
+//! not match, and, only when the release has no asset (404), leave the build to the action with
+//! the key it caches the build under.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -67,7 +68,7 @@ pub fn check(root: &Path, workspace: &Path, binary: &Path, version: &str) -> Res
         tampered.report()
     );
 
-    // No asset: the fallback is chosen. cargo is kept off PATH, so it stops there (no build).
+    // No asset: the build is left to the action, named once, with a cache key and its place.
     let missing = run(
         &installer,
         root,
@@ -75,17 +76,48 @@ pub fn check(root: &Path, workspace: &Path, binary: &Path, version: &str) -> Res
         &format!("{base}/no-such-release"),
         "missing",
     )?;
+    let outputs = std::fs::read_to_string(root.join("missing/github_output")).unwrap_or_default();
+    let build_root = root.join("missing/tool-cache/memloop-build");
+    let github_path = std::fs::read_to_string(root.join("missing/github_path")).unwrap_or_default();
     ensure!(
-        missing
-            .stdout
-            .contains(&format!("no release asset {asset}"))
+        missing.success()
+            && missing
+                .stdout
+                .matches(&format!("no release asset {asset}"))
+                .count()
+                == 1
             && missing.stdout.contains("building memloop")
-            && !root.join("missing/github_path").exists(),
-        "without a release asset the installer should fall back to cargo install:\n{}",
+            && outputs.contains("build=true\n")
+            && outputs.contains(&format!("root={}\n", build_root.display()))
+            && outputs.contains(&format!("cache-key=memloop-Linux-X64-v{version}-"))
+            && github_path.trim() == build_root.join("bin").display().to_string(),
+        "without a release asset the installer should leave the build to the action, once, with \
+         a cache key:\n{}\nGITHUB_OUTPUT:\n{outputs}\nGITHUB_PATH:\n{github_path}",
         missing.report()
     );
+    // The key follows the source: the same source gives the same key.
+    let again = run(
+        &installer,
+        root,
+        workspace,
+        &format!("{base}/no-such-release"),
+        "missing-again",
+    )?;
+    let key = |text: &str| {
+        text.lines()
+            .find(|l| l.starts_with("cache-key="))
+            .map(str::to_owned)
+    };
+    let outputs_again =
+        std::fs::read_to_string(root.join("missing-again/github_output")).unwrap_or_default();
+    ensure!(
+        again.success() && key(&outputs).is_some() && key(&outputs) == key(&outputs_again),
+        "the cache key should be the same for the same source: {:?} and {:?}",
+        key(&outputs),
+        key(&outputs_again)
+    );
     println!(
-        "npm: the action's installer installs a release binary, refuses a bad checksum, falls back on 404"
+        "npm: the action's installer installs a release binary, refuses a bad checksum, leaves a cached build to the action on 404"
     );
     Ok(())
 }
@@ -115,7 +147,9 @@ fn run(installer: &Path, root: &Path, workspace: &Path, url: &str, case: &str) -
         .env("RUNNER_OS", "Linux")
         .env("RUNNER_ARCH", "X64")
         .env("RUNNER_TEMP", dir.join("temp"))
-        .env("GITHUB_PATH", dir.join("github_path"));
+        .env("RUNNER_TOOL_CACHE", dir.join("tool-cache"))
+        .env("GITHUB_PATH", dir.join("github_path"))
+        .env("GITHUB_OUTPUT", dir.join("github_output"));
     for tool in ["bash", "curl", "tar", "sha256sum"] {
         ensure!(
             ["/usr/bin", "/bin"]

@@ -144,6 +144,11 @@ const SCENARIOS: &[Scenario] = &[
         run: gate::claude_unknown_keys,
     },
     Scenario {
+        name: "gate-claude-approved-tools",
+        about: "as gate-claude in --permission-mode acceptEdits: the lookup and the store run without a question only through the permissions.allow entries memloop wrote for its own two tools",
+        run: gate::claude_approved_tools,
+    },
+    Scenario {
         name: "gate-opencode",
         about: "OpenCode (serve) edits, the plugin sends it back, it stores over MCP, then idles",
         run: gate::opencode,
@@ -242,6 +247,11 @@ const SCENARIOS: &[Scenario] = &[
         name: "gate-gemini",
         about: "Gemini writes files, memloop's AfterAgent gate sends it back, it looks up and stores over MCP, the next stop passes",
         run: gemini_memloop::gate,
+    },
+    Scenario {
+        name: "gate-gemini-approved-tools",
+        about: "as gate-gemini in --approval-mode auto_edit: the lookup and the store run without a question only through the tools.allowed entries memloop wrote for its own two tools",
+        run: gemini_memloop::gate_approved_tools,
     },
     Scenario {
         name: "config-copilot",

@@ -13,6 +13,7 @@ mod fuzz;
 mod fuzz_targets;
 mod man;
 mod npm;
+mod release;
 
 const USAGE: &str = "usage: cargo xtask <task> [args]
 
@@ -33,6 +34,10 @@ tasks:
   npm test|pack       the npm packages: `test` packs this machine's from the local release build,
                       installs them offline and runs npx memloop init and doctor; `pack` builds
                       the tarballs for the release workflow
+  package             cargo package --locked, then check the .crate: licences in, tests out,
+                      under crates.io's 10 MB
+  set-repository URL  write the package's `repository` into Cargo.toml (the release workflow,
+                      before it publishes)
   schema              write assets/memloop.schema.json from the config types";
 
 fn main() -> ExitCode {
@@ -48,6 +53,8 @@ fn main() -> ExitCode {
         (Some("fuzz"), _) => fuzz::run(rest),
         (Some("man"), _) => man::run(rest),
         (Some("npm"), _) => npm::run(rest),
+        (Some("package"), _) => release::package(rest),
+        (Some("set-repository"), _) => release::set_repository(rest),
         (Some("bench"), Some("cli" | "doctor")) => bench_cli::run(&rest[1..]),
         (Some("bench"), Some("gate")) => bench_gate::run(&rest[1..]),
         (Some("bench"), Some("serve")) => bench_serve::run(&rest[1..]),

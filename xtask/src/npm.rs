@@ -274,6 +274,17 @@ fn npm_pack(dir: &Path, out: &Path) -> Result<Tarball> {
     })
 }
 
+/// The licence files of `license` ("MIT OR Apache-2.0"), from the workspace root into each package.
+const LICENCES: [&str; 2] = ["LICENSE-APACHE", "LICENSE-MIT"];
+
+fn copy_licences(dir: &Path) -> Result<()> {
+    for file in LICENCES {
+        std::fs::copy(workspace().join(file), dir.join(file))
+            .with_context(|| format!("cannot copy {file} into the npm package"))?;
+    }
+    Ok(())
+}
+
 /// The source repository, as npm's `repository` field.
 fn repository_field(url: &str) -> Value {
     json!({"type": "git", "url": format!("git+{url}.git")})
@@ -292,6 +303,7 @@ fn pack_launcher(
         std::fs::copy(launcher_dir().join(file), dir.join(file))
             .with_context(|| format!("cannot copy npm/memloop/{file}"))?;
     }
+    copy_licences(&dir)?;
     let mut manifest = read_json(&launcher_dir().join("package.json"))?;
     if let Some(url) = repository {
         manifest["repository"] = repository_field(url);
@@ -320,7 +332,7 @@ fn pack_platform(
         "license": "MIT OR Apache-2.0",
         "os": [platform.os],
         "cpu": [platform.cpu],
-        "files": ["bin"],
+        "files": ["bin", LICENCES[0], LICENCES[1]],
         // Yarn PnP: a binary must be on disk to be executed.
         "preferUnplugged": true,
     });
@@ -331,6 +343,7 @@ fn pack_platform(
         dir.join("package.json"),
         serde_json::to_string_pretty(&manifest)? + "\n",
     )?;
+    copy_licences(&dir)?;
     let dest = dir.join("bin").join(platform.exe());
     std::fs::copy(binary, &dest)
         .with_context(|| format!("cannot copy the binary {}", binary.display()))?;
@@ -534,10 +547,19 @@ fn test_packages(root: &Path, platform: &Platform, binary: &Path, version: &str)
     std::fs::create_dir_all(&dist)?;
     let native = pack_platform(platform, binary, version, None, &stage, &dist)?;
     let launcher = pack_launcher(version, None, &stage, &dist)?;
-    check_tarball_files(&native, &[("bin/".to_owned() + platform.exe(), 0o755)])?;
+    check_tarball_files(
+        &native,
+        &[
+            (LICENCES[0].into(), 0o644),
+            (LICENCES[1].into(), 0o644),
+            ("bin/".to_owned() + platform.exe(), 0o755),
+        ],
+    )?;
     check_tarball_files(
         &launcher,
         &[
+            (LICENCES[0].into(), 0o644),
+            (LICENCES[1].into(), 0o644),
             ("README.md".into(), 0o644),
             ("bin/memloop.js".into(), 0o755),
         ],

@@ -104,7 +104,10 @@ pub fn targets(ctx: &Context) -> anyhow::Result<Vec<Target>> {
             agents: vec![AgentId::Claude],
             desired: Desired::Fragments {
                 format: Format::Json(Dialect::Strict),
-                fragments: settings_fragments(ctx.config.memory.session_start),
+                fragments: settings_fragments(ctx.config.memory.session_start)
+                    .into_iter()
+                    .chain(approvals(ctx))
+                    .collect(),
             },
             note: None,
         },
@@ -158,6 +161,25 @@ pub fn settings_fragments(session_start: bool) -> Vec<Fragment> {
         hook("SessionStart", session_start_group(), SESSION_START_COMMAND).wanted_if(session_start),
         hook("PreCompact", pre_compact_group(), PRE_COMPACT_COMMAND).wanted_if(session_start),
     ]
+}
+
+/// `permissions.allow` entries (`mcp__<server>__<tool>`, Claude Code's name of an MCP tool) for
+/// `agents::APPROVED_TOOLS`, never a pattern (`mcp__memory__.*` would also approve
+/// `memory_forget`); retired (taken back by sync) with `[memory] approve_tools = false` or a
+/// server that is not memloop's own.
+pub fn approvals(ctx: &Context) -> Vec<Fragment> {
+    let wanted = ctx.config.memory.approve_tools && ctx.server.is_embedded();
+    crate::agents::APPROVED_TOOLS
+        .iter()
+        .map(|tool| {
+            Fragment::JsonArrayItem {
+                path: vec!["permissions".into(), "allow".into()],
+                value: json!(format!("mcp__{}__{tool}", ctx.server.name)),
+                memloops: true,
+            }
+            .wanted_if(wanted)
+        })
+        .collect()
 }
 
 pub fn session_start_group() -> Value {

@@ -64,6 +64,7 @@ pub fn targets(ctx: &Context) -> Vec<Target> {
                 fragments: vec![Fragment::JsonArrayItem {
                     path: vec!["enabledMcpjsonServers".into()],
                     value: json!(ctx.server.name),
+                    memloops: false,
                 }],
             },
             note: None,

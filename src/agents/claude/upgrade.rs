@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use crate::agents::claude::{HOOK_COMMAND, hook_group, settings_fragments};
+use crate::agents::claude::{HOOK_COMMAND, approvals, hook_group, settings_fragments};
 use crate::config::{AgentId, Layout};
 use crate::edit::json::Dialect;
 use crate::edit::markdown;
@@ -23,6 +23,7 @@ use crate::engine::{self, Content, Mode, PlanError};
 use crate::instructions;
 use crate::target::Fragment;
 use crate::target::is_hook_group_for;
+use crate::upgrade::approvals::Approvals;
 use crate::upgrade::{Env, Files, Migration};
 use crate::version::Version;
 use crate::version::{Product, Range};
@@ -35,7 +36,23 @@ const EVERY_VERSION: Range = Range::Versions {
 };
 
 /// Claude Code's migrations, in the order they run.
-pub const MIGRATIONS: &[Migration] = &[HOOK_SHAPE, AGENTS_MD];
+pub const MIGRATIONS: &[Migration] = &[HOOK_SHAPE, AGENTS_MD, APPROVE_TOOLS];
+
+pub const APPROVE_TOOLS: Migration = Migration {
+    id: "claude-approve-tools",
+    agent: Some(AgentId::Claude),
+    range: Range::Any,
+    about: "memloop's own two tools (context_query, memory_store) join its Stop hook in .claude/settings.json as permissions.allow entries",
+    detect: |env, files| APPROVALS.detect(env, files),
+    rewrite: |env, files| APPROVALS.rewrite(env, files),
+};
+
+const APPROVALS: Approvals = Approvals {
+    file: ".claude/settings.json",
+    dialect: Dialect::Strict,
+    gate: ("Stop", HOOK_COMMAND),
+    fragments: approvals,
+};
 
 pub const HOOK_SHAPE: Migration = Migration {
     id: "claude-hook-shape",

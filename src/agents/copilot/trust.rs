@@ -34,6 +34,7 @@ pub fn fragment(root: &Path) -> Fragment {
     Fragment::JsonArrayItem {
         path: vec![KEY.into()],
         value: json!(trusted_root(root).display().to_string()),
+        memloops: false,
     }
 }
 

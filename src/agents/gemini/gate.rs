@@ -3,8 +3,9 @@
 //! AfterAgent input (stdin, 0.61.0): `session_id`, `transcript_path`
 //! (`~/.gemini/tmp/<project>/chats/session-<time>-<id8>.jsonl`), `cwd`, `hook_event_name`
 //! (`AfterAgent`), `timestamp`, `prompt`, `prompt_response`, `stop_hook_active` (true on the turn
-//! a block sent the agent back into). The gate answers with exit 2 and the reason on stderr,
-//! nothing on stdout (Gemini reads stdout as JSON only); the next AfterAgent carries
+//! a block sent the agent back into). The gate answers with exit 0 and
+//! `{"decision": "block", "reason": ...}` on stdout (Gemini reads stdout as JSON only; an exit
+//! 2 also sends it back, but shown as a failed hook); the next AfterAgent carries
 //! `stop_hook_active` and is let through.
 //!
 //! Chat recording (JSONL, `chatRecordingService.ts`): a metadata line, then message records
@@ -30,7 +31,7 @@ use serde_json::Value;
 use crate::gate::jsonl::{self, Cursor};
 use crate::gate::rules::ToolSets;
 use crate::gate::state::{self, State, Store};
-use crate::gate::{Reader, Reading, Session, read_session};
+use crate::gate::{Answer, Reader, Reading, Session, read_session};
 
 /// Gemini's shell tool: edits made through it are not tool calls of their own (the gate's
 /// worktree check counts them).
@@ -184,6 +185,14 @@ impl Reader for super::Gemini {
 
     fn shell_tools(&self) -> &'static [&'static str] {
         SHELL_TOOLS
+    }
+
+    /// Gemini CLI (0.61.0, `hookRunner.ts`, `client.ts`) continues the turn on a `block` or
+    /// `deny` decision either way, but a hook that exits non-zero is a failed hook to it: it
+    /// shows "Hook(s) [memloop] failed for event AfterAgent". `{"decision": "block", "reason"}`
+    /// on stdout with exit 0 is the answer it presents as a normal continuation.
+    fn answer(&self) -> Answer {
+        Answer::StdoutDecision
     }
 }
 

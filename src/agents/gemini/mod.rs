@@ -135,10 +135,32 @@ pub fn targets(ctx: &Context) -> Vec<Target> {
                     command: SESSION_START_COMMAND.into(),
                 }
                 .wanted_if(ctx.config.memory.session_start),
-            ],
+            ]
+            .into_iter()
+            .chain(approvals(ctx))
+            .collect(),
         },
         note: None,
     }]
+}
+
+/// `tools.allowed` entries for memloop's own two tools under Gemini's name of an MCP tool
+/// (`mcp_<server>_<tool>`, 0.34 on): Gemini's policy (0.61.0, `policy/config.ts`) allows each
+/// exactly, where the server's `trust` would allow every tool of the server. Retired with
+/// `[memory] approve_tools = false` or a server that is not memloop's own.
+pub fn approvals(ctx: &Context) -> Vec<Fragment> {
+    let wanted = ctx.config.memory.approve_tools && ctx.server.is_embedded();
+    crate::agents::APPROVED_TOOLS
+        .iter()
+        .map(|tool| {
+            Fragment::JsonArrayItem {
+                path: vec!["tools".into(), "allowed".into()],
+                value: json!(format!("mcp_{}_{tool}", ctx.server.name)),
+                memloops: true,
+            }
+            .wanted_if(wanted)
+        })
+        .collect()
 }
 
 /// `mcpServers.<name>`: `command`/`args`/`env` for stdio, `httpUrl` for streamable HTTP (`url`

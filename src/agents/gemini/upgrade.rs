@@ -8,18 +8,37 @@
 //! - `gemini-session-start`: a `.gemini/settings.json` an older memloop wrote holds its
 //!   AfterAgent gate but not the SessionStart group that gives each session the memory index;
 //!   it is added, as sync would (unless `[memory] session_start = false`).
+//! - `gemini-approve-tools`: the same file without the `tools.allowed` entries for memloop's own
+//!   two tools gets them, as sync would (unless `[memory] approve_tools = false`).
 
 use serde_json::Value;
 
 use super::{DIALECT, HOOK_COMMAND, SESSION_START_COMMAND, SETTINGS, session_start_group};
 use crate::config::AgentId;
 use crate::engine::PlanError;
+use crate::upgrade::approvals::Approvals;
 use crate::upgrade::joined_groups::{JoinedGroups, Piece};
 use crate::upgrade::{Env, Files, Migration};
 use crate::version::{Product, Range, Version};
 
 /// Gemini's migrations, in the order they run.
-pub const MIGRATIONS: &[Migration] = &[HOOKS_SWITCH, SESSION_START];
+pub const MIGRATIONS: &[Migration] = &[HOOKS_SWITCH, SESSION_START, APPROVE_TOOLS];
+
+pub const APPROVE_TOOLS: Migration = Migration {
+    id: "gemini-approve-tools",
+    agent: Some(AgentId::Gemini),
+    range: Range::Any,
+    about: "memloop's own two tools (context_query, memory_store) join its AfterAgent hook in .gemini/settings.json as tools.allowed entries",
+    detect: |env, files| APPROVALS.detect(env, files),
+    rewrite: |env, files| APPROVALS.rewrite(env, files),
+};
+
+const APPROVALS: Approvals = Approvals {
+    file: SETTINGS,
+    dialect: DIALECT,
+    gate: ("AfterAgent", HOOK_COMMAND),
+    fragments: super::approvals,
+};
 
 pub const SESSION_START: Migration = Migration {
     id: "gemini-session-start",

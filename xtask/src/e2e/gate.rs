@@ -35,13 +35,29 @@ fn script(ctx: &Ctx, sb: &Sandbox, write_tool: &str, store_tool: &str) -> Script
 }
 
 pub fn claude(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
-    claude_with(ctx, sb, |_| Ok(()))
+    claude_with(ctx, sb, "bypassPermissions", |_| Ok(()))
+}
+
+/// As `claude`, in the mode that asks before a tool nothing approved (`acceptEdits`: the file
+/// writes go through, an MCP call is refused in `-p` unless a rule allows it): the lookup and
+/// the store run only through the `permissions.allow` entries memloop wrote for its own tools.
+pub fn claude_approved_tools(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    claude_with(ctx, sb, "acceptEdits", |sb| {
+        let settings = std::fs::read_to_string(sb.repo.join(".claude/settings.json"))?;
+        let approved = ["mcp__memory__context_query", "mcp__memory__memory_store"];
+        if approved.iter().any(|tool| !settings.contains(tool)) {
+            bail!(
+                "memloop wrote no approval of {approved:?} into .claude/settings.json:\n{settings}"
+            );
+        }
+        Ok(())
+    })
 }
 
 /// As `claude`, with keys Claude Code does not know added to memloop's Stop group and handler:
 /// the gate still runs, so doctor may only warn about such keys, never say the file is dropped.
 pub fn claude_unknown_keys(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
-    claude_with(ctx, sb, |sb| {
+    claude_with(ctx, sb, "bypassPermissions", |sb| {
         let path = sb.repo.join(".claude/settings.json");
         let mut settings: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&path)?)?;
@@ -56,6 +72,7 @@ pub fn claude_unknown_keys(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
 fn claude_with(
     ctx: &Ctx,
     sb: &mut Sandbox,
+    permission_mode: &str,
     edit: impl FnOnce(&Sandbox) -> Result<()>,
 ) -> Result<()> {
     needs(ctx)?;
@@ -77,7 +94,7 @@ fn claude_with(
         "stream-json",
         "--verbose",
         "--permission-mode",
-        "bypassPermissions",
+        permission_mode,
     ]);
     let deadline = Instant::now() + ctx.gate_timeout;
     let mut p = Proc::spawn(cmd)?;

@@ -142,7 +142,26 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
 }
 
 fn run_prompt(ctx: &Ctx, sb: &Sandbox, fake: &FakeGemini, prompt: &str) -> Result<Output> {
-    let args = ["-p", prompt, "--yolo", "--output-format", "stream-json"];
+    run_prompt_in(ctx, sb, fake, prompt, "yolo")
+}
+
+/// `gemini -p` in `--approval-mode` `mode` (`yolo` runs every tool; `auto_edit` runs file edits
+/// and refuses, in `-p`, any other tool no rule allows).
+fn run_prompt_in(
+    ctx: &Ctx,
+    sb: &Sandbox,
+    fake: &FakeGemini,
+    prompt: &str,
+    mode: &str,
+) -> Result<Output> {
+    let args = [
+        "-p",
+        prompt,
+        "--approval-mode",
+        mode,
+        "--output-format",
+        "stream-json",
+    ];
     let out = sb.run("gemini", &args, ctx.gate_timeout)?;
     let _ = std::fs::write(sb.root.join("gemini-stream.jsonl"), &out.stdout);
     expect(
@@ -210,6 +229,16 @@ pub fn connected(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
 }
 
 pub fn gate(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    gate_in(ctx, sb, "yolo")
+}
+
+/// As `gate` in `--approval-mode auto_edit`: the lookup and the store run only through the
+/// `tools.allowed` entries memloop wrote for its own two tools.
+pub fn gate_approved_tools(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    gate_in(ctx, sb, "auto_edit")
+}
+
+fn gate_in(ctx: &Ctx, sb: &mut Sandbox, mode: &str) -> Result<()> {
     ctx.caps.need_serve()?;
     ctx.caps.need_hook()?;
     let files = ["e2e-note-1.txt", "e2e-note-2.txt", "e2e-note-3.txt"];
@@ -236,7 +265,7 @@ pub fn gate(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         latency: ctx.model_latency,
     })?;
     install(ctx, sb, &fake)?;
-    let out = run_prompt(ctx, sb, &fake, "Write three notes, then stop.")?;
+    let out = run_prompt_in(ctx, sb, &fake, "Write three notes, then stop.", mode)?;
     let calls: Vec<_> = fake.model_calls().iter().map(|c| c.request()).collect();
     let fail = |msg: String| -> Result<()> {
         bail!(
@@ -279,6 +308,13 @@ pub fn gate(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
             "the gate should block exactly once; Gemini reported {} blocks",
             stderr_blocks(&out)
         ));
+    }
+    // The block is a continuation to Gemini, not a failed hook.
+    if [&out.stdout, &out.stderr]
+        .iter()
+        .any(|text| text.contains("failed for event AfterAgent"))
+    {
+        return fail("Gemini reports memloop's AfterAgent hook as failed".into());
     }
     println!(
         "   3 write_file calls; the gate sent Gemini back in request {} ({}); looked up and \
