@@ -8,7 +8,7 @@
 //! behind `agents::Agent`, listed by `agents::of`); the capabilities every agent shares
 //! (`doctor`, `gate`, `upgrade`, `serve`), which are handed the agents by the commands; then
 //! `repo`, `report`, `engine`, `instructions`, `version`, `detect`, `target`, `config`, `edit`,
-//! `files` and `position`.
+//! `files`, `position` and `text` (what may reach a model or a terminal from a note).
 
 pub mod agents;
 pub mod cli;
@@ -27,5 +27,6 @@ pub mod report;
 pub mod secrets;
 pub mod serve;
 pub mod target;
+pub mod text;
 pub mod upgrade;
 pub mod version;

@@ -177,7 +177,7 @@ pub fn index(store: &Store, cap: usize) -> SessionText {
             sorted = candidates.len();
         }
         let candidate = &candidates[shown];
-        let line = line(candidate);
+        let line = crate::text::printable(&line(candidate), crate::text::Lines::One).into_owned();
         let (n, r) = match candidate.kind {
             Kind::Note(_) => (notes_left - 1, routes_left),
             Kind::Route(_) => (notes_left, routes_left - 1),
