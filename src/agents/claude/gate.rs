@@ -182,9 +182,10 @@ impl WordMix {
     }
 }
 
-/// A block's `text`: its key when it is a string; anything else in its place holds no text.
+/// A block's `text` when it is a string; anything else in its place holds no text. Kept as
+/// read, not keyed: only the newest text of a read is ever compared ([`Tail`]).
 #[derive(Default)]
-struct TextField(Option<TextKey>);
+struct TextField(Option<String>);
 
 impl<'de> Deserialize<'de> for TextField {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -198,7 +199,7 @@ impl<'de> Deserialize<'de> for TextField {
             }
 
             fn visit_str<E: de::Error>(self, text: &str) -> Result<TextField, E> {
-                Ok(TextField(Some(TextKey::of(text))))
+                Ok(TextField(Some(text.to_owned())))
             }
 
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TextField, A::Error> {
@@ -369,10 +370,12 @@ pub fn collect(
     let mut pause = Duration::from_millis(2);
     let mut slept = false;
     let caught = loop {
+        let mut tail = Tail::Unchanged;
         offset = jsonl::read_rows(&file, offset, b"\"assistant\"", |row: Row| {
-            apply(state, row, tools)
+            apply(state, row, tools, &mut tail)
         })
         .with_context(|| format!("cannot read {}", transcript.display()))?;
+        tail.settle(state);
         let waited = match slept {
             true => started.elapsed(),
             false => Duration::ZERO,
@@ -395,7 +398,28 @@ pub fn collect(
     Ok(caught)
 }
 
-fn apply(state: &mut State, row: Row, tools: &ToolSets) {
+/// The newest assistant content of one read, settled into [`State::tail_text`] when the read
+/// ends: a first check passes thousands of texts, and keying each would cost more than copying
+/// it, when only the last one is ever compared with `last_assistant_message`.
+#[derive(Default)]
+enum Tail {
+    #[default]
+    Unchanged,
+    Text(String),
+    NotText,
+}
+
+impl Tail {
+    fn settle(self, state: &mut State) {
+        match self {
+            Tail::Unchanged => {}
+            Tail::Text(text) => state.tail_text = Some(TextKey::of(&text).0),
+            Tail::NotText => state.tail_text = None,
+        }
+    }
+}
+
+fn apply(state: &mut State, row: Row, tools: &ToolSets, tail: &mut Tail) {
     if row.kind.as_deref() != Some("assistant") {
         return;
     }
@@ -409,10 +433,10 @@ fn apply(state: &mut State, row: Row, tools: &ToolSets) {
     for block in message.content.0 {
         match block.kind.as_deref() {
             Some("text") => {
-                state.tail_text = block.text.0.map(|key| key.0);
+                *tail = block.text.0.map_or(Tail::NotText, Tail::Text);
                 continue;
             }
-            Some("tool_use") => state.tail_text = None,
+            Some("tool_use") => *tail = Tail::NotText,
             _ => continue,
         }
         let Some(name) = block.name else { continue };
@@ -490,7 +514,9 @@ mod tests {
     fn feed(state: &mut State, lines: &[&str]) {
         for line in lines {
             if let Ok(row) = serde_json::from_str::<Row>(line) {
-                apply(state, row, &tools());
+                let mut tail = Tail::Unchanged;
+                apply(state, row, &tools(), &mut tail);
+                tail.settle(state);
             }
         }
     }
