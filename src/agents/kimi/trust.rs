@@ -31,6 +31,9 @@ pub fn targets(ctx: &Context) -> Vec<Target> {
         Ok(text) if !is_memloops(&text) => return Vec::new(),
         // memloop's, from an earlier run: kept byte for byte (its time included).
         Ok(text) => text,
+        // Anything there that cannot be read as text (not UTF-8, not a file) is not memloop's
+        // to replace: only a missing record is written.
+        Err(err) if err.kind() != std::io::ErrorKind::NotFound => return Vec::new(),
         Err(_) => {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
