@@ -29,8 +29,8 @@ pub enum Command {
     Trust(crate::commands::trust::TrustArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
-    /// The Stop gate the agents call (stop, record).
-    Hook(crate::gate::HookArgs),
+    /// What the agents call while they run (stop, record, session-start, pre-compact).
+    Hook(crate::hook::HookArgs),
     /// The embedded memory MCP server (stdio).
     Serve(crate::serve::ServeArgs),
     /// Read and correct what the agents remembered (list, search, show, forget, restore, index).
@@ -53,7 +53,7 @@ pub fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
-        Err(err) if is_hook(&args) => return crate::gate::usage_error(&err),
+        Err(err) if is_hook(&args) => return crate::hook::usage_error(&err),
         Err(err) => err.exit(),
     };
     let hook = matches!(cli.command, Command::Hook(_));
@@ -74,7 +74,13 @@ pub fn main() -> ExitCode {
         Command::Trust(args) => crate::commands::trust::run(args),
         Command::Upgrade(args) => crate::commands::upgrade::run(args),
         Command::Uninstall(args) => crate::commands::uninstall::run(args),
-        Command::Hook(args) => crate::gate::run(args, &|id| crate::agents::of(id).gate()),
+        Command::Hook(args) => Ok(crate::hook::run(
+            args,
+            &crate::hook::Dialects {
+                gate: &|id| crate::agents::of(id).gate(),
+                start: &|id| crate::agents::of(id).session_start(),
+            },
+        )),
         Command::Serve(args) => crate::serve::run(args),
         Command::Memory(args) => crate::commands::memory::run(args),
     };

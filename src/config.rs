@@ -373,6 +373,11 @@ fn is_harmless_literal(text: &str) -> bool {
 impl Config {
     /// Reads `memloop.toml` from `root`. `Ok(None)` when there is none.
     pub fn load(root: &Path) -> anyhow::Result<Option<Config>> {
+        Config::load_checked(root, &|_, _| Ok(()))
+    }
+
+    /// [`Config::load`], with each enabled agent's [`ServerCheck`] of the `[server]` values.
+    pub fn load_checked(root: &Path, check: ServerCheck) -> anyhow::Result<Option<Config>> {
         let path = root.join(FILE_NAME);
         // A FIFO or a device named memloop.toml is refused, never read (it could block forever).
         let bytes = match crate::files::read_regular(&path) {
@@ -386,11 +391,16 @@ impl Config {
         };
         let display = path.display().to_string();
         let (text, _) = crate::edit::text::Encoding::decode(&bytes, &display)?;
-        Config::parse(&text, &path).map(Some)
+        Config::parse_checked(&text, &path, check).map(Some)
     }
 
     /// Parses and validates the text of `memloop.toml`; errors carry `path:line:col`.
     pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
+        Config::parse_checked(text, path, &|_, _| Ok(()))
+    }
+
+    /// [`Config::parse`], with each enabled agent's [`ServerCheck`] of the `[server]` values.
+    pub fn parse_checked(text: &str, path: &Path, check: ServerCheck) -> anyhow::Result<Config> {
         let config: Config = toml_edit::de::from_str(text).map_err(|err| {
             let (line, col) = err
                 .span()
@@ -403,6 +413,8 @@ impl Config {
         })?;
         let source = Source::new(path, text);
         config.validate(&source)?;
+        let server = config.checked_server(&source)?;
+        check_server_values(&source, &config.agents, &server, check)?;
         Ok(config)
     }
 
@@ -431,10 +443,7 @@ impl Config {
                 "write interval = 1 to check at every stop",
             ));
         }
-        let server = self.checked_server(src)?;
-        if self.agents.contains(&AgentId::Kimi) {
-            check_kimi(src, &server)?;
-        }
+        self.checked_server(src)?;
         let range = MemoryConfig::INDEX_BYTES;
         if !range.contains(&self.memory.index_bytes) {
             return Err(src.refuse(
@@ -593,19 +602,28 @@ impl Config {
     }
 }
 
-/// Kimi Code reads no variables in `mcp.json`: a header or env value it cannot carry is refused
-/// here, where its line is known, rather than while planning.
-fn check_kimi(src: &Source, server: &Server) -> anyhow::Result<()> {
+/// An agent's refusal of a server value it cannot carry into its own files (Kimi Code reads no
+/// variables in `mcp.json`), asked of each `[server]` header and env value alone, so the refusal
+/// can name that value's line in `memloop.toml`. Handed in by the commands that write the
+/// agents' files; readers of the config (the gate, the hooks) do without it.
+pub type ServerCheck<'a> = &'a dyn Fn(AgentId, &Transport) -> anyhow::Result<()>;
+
+fn check_server_values(
+    src: &Source,
+    agents: &[AgentId],
+    server: &Server,
+    check: ServerCheck,
+) -> anyhow::Result<()> {
     let refused = |map: &'static str, name: &str, transport: Transport| {
-        crate::agents::kimi::server_entry(&transport)
-            .err()
-            .map(|err| {
+        agents.iter().find_map(|agent| {
+            check(*agent, &transport).err().map(|err| {
                 src.refuse(
                     &[Step::Key("server"), Step::Key(map), Step::Key(name)],
                     err.to_string(),
                     "fix this line of memloop.toml; memloop writes nothing until then",
                 )
             })
+        })
     };
     let first = match &server.transport {
         Transport::Http { url, headers } => headers.iter().find_map(|(name, value)| {
@@ -819,8 +837,27 @@ pub fn json_schema() -> String {
 mod tests {
     use super::*;
 
+    /// An agent's server check as the commands hand one in; this one reads variables only in a
+    /// bearer token and in an env value passed on under its own name, as Kimi Code does (whose
+    /// own check lives in its folder and runs in its binary cases).
+    fn no_variables(agent: AgentId, transport: &Transport) -> anyhow::Result<()> {
+        if agent != AgentId::Kimi {
+            return Ok(());
+        }
+        let carried = match transport {
+            Transport::Http { headers, .. } => headers
+                .iter()
+                .all(|(name, value)| name == "Authorization" && value.starts_with("Bearer ${")),
+            Transport::Stdio { env, .. } => env
+                .iter()
+                .all(|(name, value)| *value == format!("${{{name}}}")),
+        };
+        anyhow::ensure!(carried, "this agent reads no variables there");
+        Ok(())
+    }
+
     fn parse(text: &str) -> anyhow::Result<Config> {
-        Config::parse(text, Path::new("memloop.toml"))
+        Config::parse_checked(text, Path::new("memloop.toml"), &no_variables)
     }
 
     #[test]

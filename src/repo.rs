@@ -17,13 +17,14 @@ pub struct Repo {
 }
 
 impl Repo {
-    /// Finds the repository from the current folder and reads `memloop.toml`.
-    pub fn open() -> anyhow::Result<Repo> {
+    /// Finds the repository from the current folder and reads `memloop.toml`, with the enabled
+    /// agents' `check` of the server values they will carry.
+    pub fn open(check: config::ServerCheck) -> anyhow::Result<Repo> {
         let cwd = std::env::current_dir().context("cannot read the current folder")?;
         let root = config::find_root(&cwd).with_context(|| {
             format!("{} is not inside a git repository and no memloop.toml is above it; run memloop in your repository", cwd.display())
         })?;
-        let Some(config) = Config::load(&root)? else {
+        let Some(config) = Config::load_checked(&root, check)? else {
             bail!(
                 "{} has no memloop.toml; run `memloop init` first",
                 root.display()

@@ -47,6 +47,15 @@ pub trait Agent: Sync {
     /// How the Stop gate reads this agent's tool calls.
     fn gate(&self) -> &dyn gate::Reader;
 
+    /// Refuses a `[server]` value this agent cannot carry into its files, before anything is
+    /// planned (`config::ServerCheck`).
+    fn check_server(&self, _transport: &crate::config::Transport) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    /// How this agent takes the session-start text from `memloop hook session-start`.
+    fn session_start(&self) -> &dyn crate::hook::StartDialect;
+
     /// What `memloop upgrade` migrates in this agent's files, in the order it runs.
     fn migrations(&self) -> &'static [Migration];
 

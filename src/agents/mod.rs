@@ -39,6 +39,11 @@ pub fn of(id: AgentId) -> &'static dyn Agent {
     }
 }
 
+/// Whether agent `id` can carry the server `transport` into its files (`config::ServerCheck`).
+pub fn check_server(id: AgentId, transport: &crate::config::Transport) -> anyhow::Result<()> {
+    of(id).check_server(transport)
+}
+
 /// The agents `memloop.toml` enables, in `AgentId::ALL` order.
 pub fn enabled<'a>(ctx: &'a Context) -> impl Iterator<Item = &'static dyn Agent> + 'a {
     AgentId::ALL

@@ -22,7 +22,7 @@ pub struct DiffArgs {
 }
 
 pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
-    let repo = Repo::open()?;
+    let repo = Repo::open(&crate::agents::check_server)?;
     let (changes, _) = match repo.plan(Mode::Install, args.user_scope) {
         Ok(planned) => planned,
         Err(err) => return refused(err),

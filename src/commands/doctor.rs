@@ -60,7 +60,7 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         require_agents: args.require_agents,
         timeout: Duration::from_secs(args.timeout.max(1)),
     };
-    let report = match Repo::open() {
+    let report = match Repo::open(&crate::agents::check_server) {
         Ok(mut repo) => {
             let mut report = examine(&repo, &options);
             if args.fix {

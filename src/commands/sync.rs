@@ -26,7 +26,7 @@ pub struct SyncArgs {
 }
 
 pub fn run(args: SyncArgs) -> anyhow::Result<ExitCode> {
-    let mut repo = Repo::open()?;
+    let mut repo = Repo::open(&crate::agents::check_server)?;
     sync(&mut repo, &args, "sync", &|_, _| Ok(Vec::new()))
 }
 

@@ -26,7 +26,7 @@ pub struct TrustArgs {
 }
 
 pub fn run(args: TrustArgs) -> anyhow::Result<ExitCode> {
-    let mut repo = Repo::open()?;
+    let mut repo = Repo::open(&crate::agents::check_server)?;
     let _lock = if args.dry_run {
         None
     } else {

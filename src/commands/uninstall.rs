@@ -21,7 +21,7 @@ pub struct UninstallArgs {
 }
 
 pub fn run(args: UninstallArgs) -> anyhow::Result<ExitCode> {
-    let mut repo = Repo::open()?;
+    let mut repo = Repo::open(&crate::agents::check_server)?;
     let _lock = if args.dry_run {
         None
     } else {

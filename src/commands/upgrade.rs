@@ -32,7 +32,7 @@ pub fn run(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let mut repo = Repo::open()?;
+    let mut repo = Repo::open(&crate::agents::check_server)?;
     let _lock = if args.dry_run {
         None
     } else {

@@ -1,5 +1,5 @@
-//! `memloop hook`: the Stop gate the agents call. The rules live in [`rules`]; each agent has a
-//! thin adapter that turns its input into tool-call events.
+//! The Stop gate the agents call through `memloop hook stop` (routed by `crate::hook`). The rules
+//! live in [`rules`]; each agent has a thin adapter that turns its input into tool-call events.
 //!
 //! # Contract (what the installer writes and the agents rely on)
 //!
@@ -23,7 +23,7 @@
 //!   so a broken gate never traps a session. Usage mistakes under `memloop hook` (unknown agent,
 //!   stray argument) exit 1 as well, never 2.
 //!
-//! Time budget: a whole run has [`BUDGET`] (5 s), well under the agents' hook timeouts; past it
+//! Time budget: a whole run has `crate::watchdog::BUDGET` (5 s), well under the agents' hook timeouts; past it
 //! the gate prints `memloop hook: gave up after ...` and exits 1, so a stdin that never closes or
 //! a hung read never holds an agent. Only regular files are read (transcripts, session logs,
 //! the ledger, `memloop.toml`, state): a FIFO or a device such as `/dev/zero` is refused, exit 1.
@@ -41,9 +41,6 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
-use std::sync::Mutex;
-use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde_json::Value;
@@ -66,37 +63,6 @@ pub const OPENCODE_PLUGIN_PATH: &str = ".opencode/plugins/memloop.js";
 
 /// Stdin larger than this is not a hook input.
 const MAX_INPUT: u64 = 16 << 20;
-
-#[derive(Debug, clap::Args)]
-pub struct HookArgs {
-    #[command(subcommand)]
-    command: Option<HookCommand>,
-}
-
-// Agent names are plain strings and stray arguments are collected rather than rejected:
-// clap's usage errors exit 2, which an agent would read as a block.
-#[derive(Debug, clap::Subcommand)]
-enum HookCommand {
-    /// Decide a stop: exit 0 lets the agent stop, exit 2 sends it back (message on stderr).
-    Stop(AgentArg),
-    /// Record one tool call of an OpenCode session (the plugin's tool.execute.after input).
-    Record(AgentArg),
-    /// Print what a new session is told about the repository's memory (index or reminder).
-    SessionStart(crate::serve::SessionStartArgs),
-    /// Print the last reminder before older turns are summarised (plain text).
-    PreCompact(crate::serve::SessionStartArgs),
-    #[command(external_subcommand)]
-    Unknown(Vec<String>),
-}
-
-#[derive(Debug, clap::Args)]
-struct AgentArg {
-    /// The agent calling, as `agents` in memloop.toml names it.
-    #[arg(long, value_name = "AGENT")]
-    agent: Option<String>,
-    #[arg(hide = true, trailing_var_arg = true, allow_hyphen_values = true)]
-    rest: Vec<String>,
-}
 
 /// One agent's side of the gate: where its tool calls come from. Each agent implements it in its
 /// own folder (`agents::<agent>::gate`); `run` is handed the one `--agent` names.
@@ -195,166 +161,27 @@ pub fn read_session<T>(
     }
 }
 
-fn parse_agent(arg: &AgentArg) -> anyhow::Result<AgentId> {
-    if let Some(extra) = arg.rest.first() {
-        bail!("unexpected argument {extra:?}; usage: memloop hook stop --agent <AGENT>");
-    }
-    match arg.agent.as_deref() {
-        Some(name) => AgentId::parse(name)
-            .with_context(|| format!("unknown agent {name:?}; use --agent {}", AgentId::choices())),
-        None => bail!("missing --agent; use --agent {}", AgentId::choices()),
-    }
-}
-
-enum Outcome {
+/// What the gate decided about one stop (or what `record` did).
+pub enum Outcome {
+    /// Let the agent stop; the note says why the defaults were used, when they were.
     Allow(Option<String>),
     Block(String, Answer),
 }
 
-/// The whole of one `memloop hook` run, well under the 15 s the installed hooks allow (10 s
-/// in the OpenCode plugin): past it the gate gives up and lets the stop through.
-pub const BUDGET: Duration = Duration::from_secs(5);
-
-/// What the run is doing, named in the message when the budget runs out.
-static PHASE: Mutex<&str> = Mutex::new("starting");
-/// Set once the answer is being given: the watchdog then stays quiet.
-static ANSWERED: Mutex<bool> = Mutex::new(false);
-
-fn phase(what: &'static str) {
-    *PHASE.lock().unwrap_or_else(|poison| poison.into_inner()) = what;
-}
-
-/// Runs `give` unless the watchdog answered already; the two never both answer.
-fn answer(give: impl FnOnce()) {
-    let mut answered = ANSWERED.lock().unwrap_or_else(|poison| poison.into_inner());
-    if !*answered {
-        *answered = true;
-        give();
-    }
-}
-
-/// The budget: `MEMLOOP_GATE_BUDGET_MS` may shorten it (tests use that), never lengthen it.
-fn budget() -> Duration {
-    std::env::var("MEMLOOP_GATE_BUDGET_MS")
-        .ok()
-        .and_then(|ms| ms.parse::<u64>().ok())
-        .map_or(BUDGET, |ms| Duration::from_millis(ms).min(BUDGET))
-}
-
-/// Ends the process with exit 1 when the run outlives its budget, whatever it is blocked on
-/// (a stdin that never closes, a slow disk, a git that hangs). State writes are torn-safe, so
-/// stopping at any point loses at most this stop's record.
-fn start_watchdog() {
-    let budget = budget();
-    std::thread::spawn(move || {
-        std::thread::sleep(budget);
-        answer(|| {
-            let what = *PHASE.lock().unwrap_or_else(|poison| poison.into_inner());
-            eprintln!(
-                "memloop hook: gave up after {} ms while {what}; the stop was not blocked",
-                budget.as_millis()
-            );
-            std::process::exit(1);
-        });
-    });
-}
-
-/// `memloop hook`; `reader` gives the gate reader of the agent `--agent` names.
-pub fn run(
-    args: HookArgs,
-    reader: &dyn Fn(AgentId) -> &'static dyn Reader,
-) -> anyhow::Result<ExitCode> {
-    start_watchdog();
-    let outcome = match args.command {
-        Some(HookCommand::Stop(arg)) => parse_agent(&arg).and_then(|id| stop(id, reader)),
-        Some(HookCommand::Record(arg)) => parse_agent(&arg).and_then(|id| record(id, reader(id))),
-        Some(HookCommand::SessionStart(args)) => return Ok(crate::serve::session_start_hook(args)),
-        Some(HookCommand::PreCompact(args)) => {
-            return Ok(crate::serve::hook_event(
-                args,
-                crate::serve::HookEvent::PreCompact,
-            ));
-        }
-        Some(HookCommand::Unknown(words)) => Err(anyhow::anyhow!(
-            "unknown hook command {:?}; use `memloop hook stop` or `memloop hook record`",
-            words.first().map(String::as_str).unwrap_or_default()
-        )),
-        None => Err(anyhow::anyhow!(
-            "missing hook command; use `memloop hook stop --agent <AGENT>`"
-        )),
-    };
-    let mut code = ExitCode::from(1);
-    answer(|| {
-        code = match outcome {
-            Ok(Outcome::Allow(note)) => {
-                if let Some(note) = note {
-                    eprintln!("memloop hook: {}", one_line(&note));
-                }
-                ExitCode::SUCCESS
-            }
-            Ok(Outcome::Block(message, Answer::ExitTwo)) => {
-                eprintln!("{}", one_line(&message));
-                ExitCode::from(2)
-            }
-            Ok(Outcome::Block(message, Answer::StdoutDecision)) => {
-                let decision =
-                    serde_json::json!({"decision": "block", "reason": one_line(&message)});
-                println!("{decision}");
-                ExitCode::SUCCESS
-            }
-            Err(err) => {
-                eprintln!(
-                    "memloop hook: {}; the stop was not blocked",
-                    one_line(&format!("{err:#}"))
-                );
-                ExitCode::from(1)
-            }
-        };
-    });
-    Ok(code)
-}
-
-/// A command line under `memloop hook` that clap refused (a missing value, an unknown or
-/// repeated option, a word that is not UTF-8): exit 1 with one line, never clap's exit 2, which
-/// the agent would take for a block. Help and version requests print as usual and exit 0.
-pub fn usage_error(err: &clap::Error) -> ExitCode {
-    use clap::error::ErrorKind;
-    if matches!(
-        err.kind(),
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
-    ) {
-        let _ = err.print();
-        return ExitCode::SUCCESS;
-    }
-    let rendered = err.render().to_string();
-    let what = rendered
-        .lines()
-        .map(str::trim)
-        .find(|line| !line.is_empty())
-        .unwrap_or("invalid arguments");
-    let what = what.strip_prefix("error: ").unwrap_or(what);
-    eprintln!(
-        "memloop hook: {}; usage: memloop hook stop|record --agent <AGENT>; the stop was not \
-         blocked",
-        one_line(what)
-    );
-    ExitCode::FAILURE
-}
-
-fn one_line(text: &str) -> String {
+pub fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn stop(
+pub fn stop(
     named: AgentId,
     readers: &dyn Fn(AgentId) -> &'static dyn Reader,
 ) -> anyhow::Result<Outcome> {
     let started = std::time::SystemTime::now();
-    phase("reading the hook input on stdin");
+    crate::watchdog::phase("reading the hook input on stdin");
     let input = read_input()?;
     let agent = whose(named, &input, readers);
     let reader = readers(agent);
-    phase("reading memloop.toml");
+    crate::watchdog::phase("reading memloop.toml");
     let cwd = text_field(&input, &["cwd", "directory"])
         .map(PathBuf::from)
         .or_else(|| std::env::current_dir().ok());
@@ -363,13 +190,13 @@ fn stop(
     let store = Store::open()?;
 
     if let Some(stop) = reader.stop_id(&input) {
-        phase("claiming the stop");
+        crate::watchdog::phase("claiming the stop");
         if !store.claim_stop(agent.as_str(), &stop)? {
             // Another of memloop's hooks already judges this stop.
             return Ok(Outcome::Allow(settings.note));
         }
     }
-    phase("reading the agent's log");
+    crate::watchdog::phase("reading the agent's log");
     let reading = Reading {
         agent: agent.as_str(),
         tools: &tools,
@@ -389,7 +216,7 @@ fn stop(
         && state.session.window.shells > 0
         && let Some(dir) = cwd.as_deref()
     {
-        phase("reading the worktree (git status)");
+        crate::watchdog::phase("reading the worktree (git status)");
         let since = state.window_start();
         let check = state.session.checks;
         if let Some(count) = worktree::count(dir, state.worktree.as_ref(), check, since, check + 1)
@@ -407,7 +234,7 @@ fn stop(
     }
     state.blocked_last = matches!(verdict, Verdict::Block(_));
     // Saved before answering: a block whose check was not recorded would repeat forever.
-    phase("saving the gate state");
+    crate::watchdog::phase("saving the gate state");
     store.save(&slot, &state)?;
     Ok(match verdict.message() {
         Some(message) => Outcome::Block(message, reader.answer()),
@@ -431,15 +258,15 @@ fn whose(
         .unwrap_or(named)
 }
 
-fn record(agent: AgentId, reader: &dyn Reader) -> anyhow::Result<Outcome> {
+pub fn record(agent: AgentId, reader: &dyn Reader) -> anyhow::Result<Outcome> {
     let Some(record) = reader.recorder() else {
         bail!(
             "`memloop hook record` is for agents whose plugin reports each call; {agent} calls are read from its own log"
         );
     };
-    phase("reading the hook input on stdin");
+    crate::watchdog::phase("reading the hook input on stdin");
     let input = read_input()?;
-    phase("recording the tool call");
+    crate::watchdog::phase("recording the tool call");
     let store = Store::open()?;
     record(&input, &store)?;
     Ok(Outcome::Allow(None))

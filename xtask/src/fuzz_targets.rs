@@ -33,8 +33,8 @@ use memloop::edit::toml::TomlDoc;
 use memloop::engine::{self, Content, Mode, PlanError};
 use memloop::gate::rules::ToolSets;
 use memloop::gate::state::State;
+use memloop::memory::record::{Note, Record, Route};
 use memloop::repo::Context;
-use memloop::serve::record::{Note, Record, Route};
 use memloop::serve::transport;
 use memloop::target::{Desired, Format, Target as FileTarget};
 

@@ -75,6 +75,10 @@ impl super::agent::Agent for Codex {
         self
     }
 
+    fn session_start(&self) -> &dyn crate::hook::StartDialect {
+        &crate::hook::Plain(crate::hook::Form::ClaudeJson)
+    }
+
     fn migrations(&self) -> &'static [crate::upgrade::Migration] {
         upgrade::MIGRATIONS
     }

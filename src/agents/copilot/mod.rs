@@ -96,6 +96,10 @@ impl super::agent::Agent for Copilot {
         self
     }
 
+    fn session_start(&self) -> &dyn crate::hook::StartDialect {
+        &start::Dialect
+    }
+
     fn migrations(&self) -> &'static [crate::upgrade::Migration] {
         upgrade::MIGRATIONS
     }

@@ -51,3 +51,49 @@ pub fn started(session: &str) {
 pub fn note_compaction(session: &str) -> anyhow::Result<()> {
     Store::open()?.mark_compaction(AGENT, session)
 }
+
+/// Copilot runs memloop's prompt hook (`--after-compaction`) on every prompt and its preCompact
+/// hook before each compaction: whether a prompt gets the index is settled from the input's
+/// `sessionId` alone, before the repository or the store is read.
+pub struct Dialect;
+
+impl crate::hook::StartDialect for Dialect {
+    fn form(&self) -> crate::hook::Form {
+        crate::hook::Form::CopilotJson
+    }
+
+    fn turn(
+        &self,
+        input: Option<&serde_json::Value>,
+        event: crate::hook::Event,
+        after_compaction: bool,
+    ) -> anyhow::Result<crate::hook::Turn> {
+        use crate::hook::{Event, Turn};
+        let session = input
+            .and_then(|input| input.get("sessionId").or_else(|| input.get("session_id")))
+            .and_then(serde_json::Value::as_str)
+            .filter(|id| !id.is_empty());
+        Ok(match (event, session) {
+            // Copilot 1.0.102 has no output type for preCompact (the SDK's hook types): the
+            // note is all that matters.
+            (Event::PreCompact, Some(session)) => {
+                note_compaction(session)?;
+                Turn::Quiet
+            }
+            (Event::SessionStart, Some(session)) if after_compaction => {
+                match claim_after_compaction(session)? {
+                    None => Turn::Quiet,
+                    Some(claim) => Turn::Give(Some(Box::new(move || claim.give_back()))),
+                }
+            }
+            // Without a session to ask about, a prompt hook cannot tell: it gives nothing
+            // rather than the index on every prompt.
+            (Event::SessionStart, None) if after_compaction => Turn::Quiet,
+            (Event::SessionStart, Some(session)) => {
+                started(session);
+                Turn::Give(None)
+            }
+            _ => Turn::Give(None),
+        })
+    }
+}

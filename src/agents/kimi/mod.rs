@@ -84,6 +84,16 @@ impl super::agent::Agent for Kimi {
         self
     }
 
+    /// Kimi Code reads no variables in `mcp.json`: a header or env value it cannot carry is
+    /// refused where memloop.toml is read, where its line is known, rather than while planning.
+    fn check_server(&self, transport: &crate::config::Transport) -> anyhow::Result<()> {
+        server_entry(transport).map(drop)
+    }
+
+    fn session_start(&self) -> &dyn crate::hook::StartDialect {
+        &start::Dialect
+    }
+
     fn migrations(&self) -> &'static [crate::upgrade::Migration] {
         upgrade::MIGRATIONS
     }

@@ -58,3 +58,41 @@ pub fn claim(session: &str) -> anyhow::Result<Option<Claim>> {
 pub fn note_compaction(session: &str) -> anyhow::Result<()> {
     Store::open()?.mark_compaction(AGENT, session)
 }
+
+/// Kimi Code runs memloop's session-start piece on every prompt and its pre-compact piece before
+/// each compaction: with a `session_id` in the input, a prompt gives the text only when it is
+/// due and a compaction only leaves the note. Run by hand (no `session_id`), it prints like any
+/// other agent's.
+pub struct Dialect;
+
+impl crate::hook::StartDialect for Dialect {
+    fn form(&self) -> crate::hook::Form {
+        crate::hook::Form::Text
+    }
+
+    fn turn(
+        &self,
+        input: Option<&serde_json::Value>,
+        event: crate::hook::Event,
+        _after_compaction: bool,
+    ) -> anyhow::Result<crate::hook::Turn> {
+        use crate::hook::{Event, Turn};
+        let session = input
+            .and_then(|input| input.get("session_id")?.as_str())
+            .filter(|id| !id.is_empty());
+        let Some(session) = session else {
+            return Ok(Turn::Give(None));
+        };
+        Ok(match event {
+            // What Kimi's PreCompact hooks print goes nowhere: the note is all that matters.
+            Event::PreCompact => {
+                note_compaction(session)?;
+                Turn::Quiet
+            }
+            Event::SessionStart => match claim(session)? {
+                None => Turn::Quiet,
+                Some(claim) => Turn::Give(Some(Box::new(move || claim.give_back()))),
+            },
+        })
+    }
+}

@@ -85,6 +85,10 @@ impl super::agent::Agent for Opencode {
         self
     }
 
+    fn session_start(&self) -> &dyn crate::hook::StartDialect {
+        &crate::hook::Plain(crate::hook::Form::Text)
+    }
+
     fn migrations(&self) -> &'static [crate::upgrade::Migration] {
         upgrade::MIGRATIONS
     }

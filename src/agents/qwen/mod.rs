@@ -75,6 +75,10 @@ impl super::agent::Agent for Qwen {
         self
     }
 
+    fn session_start(&self) -> &dyn crate::hook::StartDialect {
+        &crate::hook::Plain(crate::hook::Form::HookJson)
+    }
+
     fn migrations(&self) -> &'static [crate::upgrade::Migration] {
         upgrade::MIGRATIONS
     }

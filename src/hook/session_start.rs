@@ -34,15 +34,18 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
-use super::session::session_text;
-use crate::config::Config;
+use crate::config::{AgentId, Config};
+use crate::memory::session::session_text;
+use crate::watchdog;
 
 const INPUT_WAIT: Duration = Duration::from_millis(500);
 const MAX_INPUT: u64 = 1 << 20;
-const AGENTS: &str = "claude, codex, copilot, gemini, kimi, opencode, qwen or text";
+
+/// What the agent goes on without when this hook fails or runs out of time.
+pub const CONSEQUENCE: &str = "the session starts without the memory index";
 
 #[derive(Debug, clap::Args)]
-pub struct SessionStartArgs {
+pub struct StartArgs {
     /// The agent calling: claude, codex, gemini, qwen (hook JSON), copilot (its sessionStart JSON), or kimi, opencode, text (plain text).
     // A value-less `--agent` is reported by the hook itself: clap's usage errors exit 2.
     #[arg(long, value_name = "AGENT", num_args = 0..=1, default_missing_value = "")]
@@ -55,8 +58,9 @@ pub struct SessionStartArgs {
     rest: Vec<String>,
 }
 
+/// How an agent takes the session-start text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Form {
+pub enum Form {
     /// `hookSpecificOutput.additionalContext` for the start hook, plain text before a compaction.
     ClaudeJson,
     /// `hookSpecificOutput.additionalContext` for both events (Qwen Code).
@@ -75,6 +79,46 @@ pub enum Event {
     PreCompact,
 }
 
+/// Whether this run prints.
+pub enum Turn {
+    /// Print the text (or the reminder); when that fails, `give_back` runs so a later run
+    /// tries again.
+    Give(Option<Box<dyn FnOnce()>>),
+    /// Print nothing: the session has the text already, or the run only took a note.
+    Quiet,
+}
+
+/// One agent's way with the session-start hooks, implemented in its folder. Most agents run the
+/// hook once per session start and take every run's text; Kimi Code runs it on every prompt and
+/// Copilot on its prompt hook, so they decide per run from the input's session id.
+pub trait StartDialect: Sync {
+    fn form(&self) -> Form;
+
+    /// Decides this run from the agent's hook input (`None` when none arrived or it is not JSON)
+    /// before the repository is read. `after_compaction` is `--after-compaction`.
+    fn turn(
+        &self,
+        _input: Option<&Value>,
+        _event: Event,
+        after_compaction: bool,
+    ) -> anyhow::Result<Turn> {
+        if after_compaction {
+            bail!("--after-compaction is for --agent copilot only (its prompt hook)");
+        }
+        Ok(Turn::Give(None))
+    }
+}
+
+/// An agent that runs the start hook once per session start and takes every run's text in
+/// `.0`; `--agent text` (for a person or a script) is `Plain(Form::Text)`.
+pub struct Plain(pub Form);
+
+impl StartDialect for Plain {
+    fn form(&self) -> Form {
+        self.0
+    }
+}
+
 /// Printed before a compaction: Claude Code hands a PreCompact hook's output to the summary as
 /// instructions, so it asks for what was not stored to survive the summary, and to be stored.
 pub const PRE_COMPACT: &str = "memloop: older turns are about to be summarised. Keep in the \
@@ -82,124 +126,87 @@ summary, under \"Not yet stored\", every decision, lesson and fact of this sessi
 in the memory store yet, with why; right after the summary, store each of them in the memory \
 store (a type, an honest importance, two to five tags).";
 
-pub fn run(args: SessionStartArgs) -> ExitCode {
-    run_event(args, Event::SessionStart)
+pub fn run(
+    args: &StartArgs,
+    event: Event,
+    dialects: &dyn Fn(AgentId) -> &'static dyn StartDialect,
+) -> ExitCode {
+    let outcome = decide(args, event, dialects);
+    let mut code = ExitCode::from(1);
+    watchdog::answer(|| {
+        code = match outcome.and_then(print) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                let why = format!("{err:#}");
+                eprintln!(
+                    "memloop hook: {}; {CONSEQUENCE}",
+                    why.split_whitespace().collect::<Vec<_>>().join(" ")
+                );
+                ExitCode::from(1)
+            }
+        };
+    });
+    code
 }
 
-pub fn run_event(args: SessionStartArgs, event: Event) -> ExitCode {
-    let outcome = if args.agent.as_deref() == Some("kimi") {
-        kimi(&args, event)
-    } else if args.agent.as_deref() == Some("copilot") {
-        copilot(&args, event)
-    } else if args.after_compaction {
-        Err(anyhow::anyhow!(
-            "--after-compaction is for --agent copilot only (its prompt hook)"
-        ))
-    } else {
-        session_start(&args, event)
-    };
-    match outcome {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            let why = format!("{err:#}");
-            eprintln!(
-                "memloop hook: {}; the session starts without the memory index",
-                why.split_whitespace().collect::<Vec<_>>().join(" ")
-            );
-            ExitCode::from(1)
-        }
-    }
-}
-
-fn session_start(args: &SessionStartArgs, event: Event) -> anyhow::Result<()> {
+/// What to print: the agent's dialect decides whether this run gives anything, then the text
+/// is read and shaped for it.
+fn decide(
+    args: &StartArgs,
+    event: Event,
+    dialects: &dyn Fn(AgentId) -> &'static dyn StartDialect,
+) -> anyhow::Result<String> {
     if let Some(extra) = args.rest.first() {
         bail!("unexpected argument {extra:?}; usage: memloop hook session-start --agent <AGENT>");
     }
-    let form = match args.agent.as_deref() {
-        // Codex and Gemini CLI read the same SessionStart JSON as Claude Code (hookSpecificOutput).
-        Some("claude" | "codex" | "gemini") => Form::ClaudeJson,
-        Some("qwen") => Form::HookJson,
-        Some("copilot") => Form::CopilotJson,
-        Some("kimi" | "opencode" | "text") => Form::Text,
-        Some("") | None => bail!("missing --agent; use --agent {AGENTS}"),
-        Some(other) => bail!("unknown agent {other:?}; use --agent {AGENTS}"),
+    let agents = format!("{} or text", AgentId::choices());
+    let dialect: &dyn StartDialect = match args.agent.as_deref() {
+        Some("text") => &Plain(Form::Text),
+        Some("") | None => bail!("missing --agent; use --agent {agents}"),
+        Some(name) => match AgentId::parse(name) {
+            Some(id) => dialects(id),
+            None => bail!("unknown agent {name:?}; use --agent {agents}"),
+        },
     };
+    watchdog::phase("reading the hook input on stdin");
+    match dialect.turn(hook_input(), event, args.after_compaction)? {
+        Turn::Quiet => Ok(String::new()),
+        Turn::Give(give_back) => text(dialect.form(), event).inspect_err(|_| {
+            if let Some(give_back) = give_back {
+                give_back();
+            }
+        }),
+    }
+}
+
+fn text(form: Form, event: Event) -> anyhow::Result<String> {
     let given = std::env::var_os("MEMLOOP_ROOT")
         .filter(|root| !root.is_empty())
         .map(PathBuf::from);
-    let root = super::repository(given, input_cwd()).map_err(anyhow::Error::msg)?;
+    watchdog::phase("finding the repository");
+    let root = crate::memory::repository(given, input_cwd()).map_err(anyhow::Error::msg)?;
+    watchdog::phase("reading memloop.toml");
     let config = Config::load(&root)?.unwrap_or_default();
     if event == Event::PreCompact {
         if !config.memory.session_start {
-            return Ok(());
+            return Ok(String::new());
         }
         // Claude Code reads plain text as the summary's instructions; Qwen Code only the JSON.
-        return match form {
-            Form::HookJson => print(&hook_json("PreCompact", PRE_COMPACT)),
-            Form::ClaudeJson | Form::CopilotJson | Form::Text => print(&format!("{PRE_COMPACT}\n")),
-        };
+        return Ok(match form {
+            Form::HookJson => hook_json("PreCompact", PRE_COMPACT),
+            Form::ClaudeJson | Form::CopilotJson | Form::Text => format!("{PRE_COMPACT}\n"),
+        });
     }
+    watchdog::phase("reading the memory index");
     let session = session_text(&root, &config)?;
     if session.text.is_empty() {
-        return Ok(());
+        return Ok(String::new());
     }
-    let out = match form {
+    Ok(match form {
         Form::Text => session.text,
         Form::ClaudeJson | Form::HookJson => hook_json("SessionStart", &session.text),
         Form::CopilotJson => format!("{}\n", json!({"additionalContext": session.text})),
-    };
-    print(&out)
-}
-
-/// Kimi Code runs memloop's session-start piece on every prompt (`agents::kimi::start`): whether
-/// this prompt gets the index is settled from the hook input alone, before the repository or the
-/// store is read. Run by hand (no `session_id`), it prints like any other agent's.
-fn kimi(args: &SessionStartArgs, event: Event) -> anyhow::Result<()> {
-    use crate::agents::kimi::start;
-    let session = hook_input()
-        .and_then(|input| input.get("session_id")?.as_str())
-        .filter(|id| !id.is_empty());
-    let Some(session) = session.filter(|_| args.rest.is_empty()) else {
-        return session_start(args, event);
-    };
-    match event {
-        // What Kimi's PreCompact hooks print goes nowhere: the note is all that matters.
-        Event::PreCompact => start::note_compaction(session),
-        Event::SessionStart => match start::claim(session)? {
-            None => Ok(()),
-            Some(claim) => session_start(args, event).inspect_err(|_| claim.give_back()),
-        },
-    }
-}
-
-/// Copilot runs memloop's prompt hook (`--after-compaction`) on every prompt and its preCompact
-/// hook before each compaction (`agents::copilot::start`): whether a prompt gets the index is
-/// settled from the input's `sessionId` alone, before the repository or the store is read.
-fn copilot(args: &SessionStartArgs, event: Event) -> anyhow::Result<()> {
-    use crate::agents::copilot::start;
-    let session = hook_input()
-        .and_then(|input| input.get("sessionId").or_else(|| input.get("session_id")))
-        .and_then(Value::as_str)
-        .filter(|id| !id.is_empty() && args.rest.is_empty());
-    match (event, session) {
-        // Copilot 1.0.102 has no output type for preCompact (the SDK's hook types): the note is
-        // all that matters.
-        (Event::PreCompact, Some(session)) => start::note_compaction(session),
-        (Event::SessionStart, Some(session)) if args.after_compaction => {
-            match start::claim_after_compaction(session)? {
-                None => Ok(()),
-                Some(claim) => session_start(args, event).inspect_err(|_| claim.give_back()),
-            }
-        }
-        // Without a session to ask about, a prompt hook cannot tell: it gives nothing rather
-        // than the index on every prompt.
-        (Event::SessionStart, None) if args.after_compaction && args.rest.is_empty() => Ok(()),
-        (Event::SessionStart, Some(session)) => {
-            start::started(session);
-            session_start(args, event)
-        }
-        _ => session_start(args, event),
-    }
+    })
 }
 
 fn hook_json(event: &str, text: &str) -> String {
@@ -210,7 +217,10 @@ fn hook_json(event: &str, text: &str) -> String {
     format!("{answer}\n")
 }
 
-fn print(out: &str) -> anyhow::Result<()> {
+fn print(out: String) -> anyhow::Result<()> {
+    if out.is_empty() {
+        return Ok(());
+    }
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(out.as_bytes())
