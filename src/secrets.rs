@@ -162,7 +162,7 @@ pub fn in_url(url: &str, syntax: Syntax) -> Option<String> {
         }
         None => authority,
     };
-    if host.split(['.', ':']).any(|label| looks_like_token(label)) {
+    if host.split(['.', ':']).any(looks_like_token) {
         return Some("a token in its host name".into());
     }
     for (index, segment) in path.split('/').filter(|s| !s.is_empty()).enumerate() {
