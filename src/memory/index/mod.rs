@@ -243,7 +243,11 @@ impl<T: Record> Index<T> {
         }
         let n = n as f64;
         let avg_len = total_len as f64 / n;
-        let mut slot_scores: HashMap<u32, f64> = HashMap::new();
+        // Dense, as in any BM25 engine: a broad query touches a good share of the records, and
+        // a hash map per touched record costs more than zeroing one number per record.
+        let slots = self.segment.as_ref().map_or(0, Segment::docs) as usize;
+        let mut slot_scores = vec![0.0f64; slots];
+        let mut touched: Vec<u32> = Vec::new();
         let mut doc_scores: HashMap<&str, f64> = HashMap::new();
         // What a record holding every query word once would score (words the memory lacks
         // count too: a query half made of unknown words is half matched at best).
@@ -277,8 +281,15 @@ impl<T: Record> Index<T> {
                 continue;
             }
             for p in live {
+                let Some(total) = slot_scores.get_mut(p.slot as usize) else {
+                    anyhow::bail!("index posting out of range");
+                };
+                // Every part is positive, so zero means "not touched yet".
+                if *total == 0.0 {
+                    touched.push(p.slot);
+                }
                 let score = bm25(idf, f64::from(p.tf), f64::from(p.len), avg_len);
-                *slot_scores.entry(p.slot).or_default() += score * T::boost_of(p.importance);
+                *total += score * T::boost_of(p.importance);
             }
             for (doc, tf) in fresh {
                 let score = bm25(idf, f64::from(tf), f64::from(doc.meta.len), avg_len);
@@ -289,9 +300,9 @@ impl<T: Record> Index<T> {
             Slot(u32),
             Doc(&'a str),
         }
-        let mut scored: Vec<(Key, f64)> = slot_scores
+        let mut scored: Vec<(Key, f64)> = touched
             .into_iter()
-            .map(|(slot, s)| (Key::Slot(slot), s))
+            .map(|slot| (Key::Slot(slot), slot_scores[slot as usize]))
             .chain(doc_scores.into_iter().map(|(id, s)| (Key::Doc(id), s)))
             .collect();
         if scored.len() > limit {
