@@ -54,10 +54,11 @@ pub enum AgentId {
     Gemini,
     Qwen,
     Copilot,
+    Kilo,
 }
 
 impl AgentId {
-    pub const ALL: [AgentId; 7] = [
+    pub const ALL: [AgentId; 8] = [
         AgentId::Claude,
         AgentId::Opencode,
         AgentId::Kimi,
@@ -65,6 +66,7 @@ impl AgentId {
         AgentId::Gemini,
         AgentId::Qwen,
         AgentId::Copilot,
+        AgentId::Kilo,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -76,6 +78,7 @@ impl AgentId {
             AgentId::Gemini => "gemini",
             AgentId::Qwen => "qwen",
             AgentId::Copilot => "copilot",
+            AgentId::Kilo => "kilo",
         }
     }
 
@@ -379,8 +382,11 @@ impl Config {
     /// [`Config::load`], with each enabled agent's [`ServerCheck`] of the `[server]` values.
     pub fn load_checked(root: &Path, check: ServerCheck) -> anyhow::Result<Option<Config>> {
         let path = root.join(FILE_NAME);
-        // A FIFO or a device named memloop.toml is refused, never read (it could block forever).
-        let bytes = match crate::files::read_regular(&path) {
+        // A FIFO or a device named memloop.toml is refused, never read (it could block forever),
+        // and so is a link that leads out of the repository.
+        let bytes = match crate::files::check_within(&path, root)
+            .and_then(|()| crate::files::read_regular(&path))
+        {
             Ok(bytes) => bytes,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(err) => {

@@ -26,15 +26,17 @@ pub fn targets(ctx: &Context) -> Vec<Target> {
         .canonicalize()
         .unwrap_or_else(|_| ctx.root.to_path_buf());
     let path = code_home(ctx).join("workspace-trust").join(trust_key(&dir));
-    let content = match std::fs::read_to_string(&path) {
+    // A record that is not a regular file (a FIFO, a folder) is planned like a missing one: the
+    // engine then refuses it, naming the file.
+    let content = match crate::files::read_optional(&path) {
         // The user's own trust: nothing for memloop to add or take.
-        Ok(text) if !is_memloops(&text) => return Vec::new(),
+        Ok(Some(text)) if !is_memloops(&text) => return Vec::new(),
         // memloop's, from an earlier run: kept byte for byte (its time included).
-        Ok(text) => text,
-        // Anything there that cannot be read as text (not UTF-8, not a file) is not memloop's
-        // to replace: only a missing record is written.
-        Err(err) if err.kind() != std::io::ErrorKind::NotFound => return Vec::new(),
-        Err(_) => {
+        Ok(Some(text)) => text,
+        // Text that is not UTF-8 is the user's, not memloop's to replace (found by the
+        // trust-json fuzz target).
+        Err(err) if err.kind() == std::io::ErrorKind::InvalidData => return Vec::new(),
+        Ok(None) | Err(_) => {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64);

@@ -119,7 +119,8 @@ pub fn folder_trust_enabled(home: &Path) -> bool {
 
 /// The user's settings as a value, if it parses.
 pub fn user_settings(home: &Path) -> Option<Value> {
-    let text = std::fs::read_to_string(super::qwen_dir(home).join("settings.json")).ok()?;
+    let dir = super::qwen_dir(home);
+    let text = crate::files::read_within(&dir.join("settings.json"), &dir).ok()??;
     JsonDoc::parse(&text, super::DIALECT, "")
         .ok()
         .map(|doc| doc.value())
@@ -129,7 +130,7 @@ pub fn user_settings(home: &Path) -> Option<Value> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Approval {
     Approved,
-    /// A record for another version of the entry: Qwen asks again (headless: never starts it).
+    /// A record for another version of the entry: Qwen asks again (headless: does not start it, except in YOLO mode).
     Stale,
     Rejected,
     Missing,
