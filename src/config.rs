@@ -1058,6 +1058,16 @@ mod tests {
                 "{env:MEMORY_TOKEN}",
             ),
             (
+                "url = \"https://m.test/sk-live-0123456789abcdef/mcp\"",
+                "token in its path",
+                "${MEMORY_TOKEN}",
+            ),
+            (
+                "url = \"https://m.test/mcp#access_token=abc\"",
+                "fragment (`access_token=`)",
+                "${MEMORY_TOKEN}",
+            ),
+            (
                 "url = \"https://m.test/mcp?token=abc&x=1\"",
                 "query (`token=`)",
                 "${MEMORY_TOKEN}",

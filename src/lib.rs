@@ -9,8 +9,8 @@
 //! behind `agents::Agent`, listed by `agents::of`); `hook`, which is handed the agents' dialects;
 //! the capabilities every agent shares (`doctor`, `gate`, `upgrade`, `serve` over `memory`),
 //! which are handed the agents by the commands; then `repo`, `report`, `engine`,
-//! `instructions`, `version`, `detect`, `target`, `config`, `edit`, `files`, `watchdog` and
-//! `position`.
+//! `instructions`, `version`, `detect`, `target`, `config`, `edit`, `files`, `watchdog`,
+//! `position` and `text` (what may reach a model or a terminal from a note).
 
 pub mod agents;
 pub mod cli;
@@ -32,6 +32,7 @@ pub mod report;
 pub mod secrets;
 pub mod serve;
 pub mod target;
+pub mod text;
 pub mod upgrade;
 pub mod version;
 pub mod watchdog;

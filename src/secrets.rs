@@ -139,28 +139,92 @@ fn literal(value: &str, syntax: Syntax) -> bool {
         && !is_reference(value, Syntax::Opencode)
 }
 
-/// What is wrong with a URL: a password or token in its user part, or a credential in its query.
+/// What is wrong with a URL: a password or token in its user part, a token in its host, its
+/// path (`https://host/sk-live-…/mcp`) or a path parameter, or a credential in its query or its
+/// fragment (`#access_token=…`). Every part of the URL is looked at; none is echoed back.
 pub fn in_url(url: &str, syntax: Syntax) -> Option<String> {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    if let Some((userinfo, _)) = authority.rsplit_once('@') {
-        match userinfo.split_once(':') {
-            Some((_, password)) if literal(password, syntax) => {
-                return Some("a password in its user part (`user:password@`)".into());
+    let (rest, fragment) = rest.split_once('#').unwrap_or((rest, ""));
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let host = match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            match userinfo.split_once(':') {
+                Some((_, password)) if literal(password, syntax) => {
+                    return Some("a password in its user part (`user:password@`)".into());
+                }
+                None if looks_like_token(&percent_decoded(userinfo)) => {
+                    return Some("a token in its user part (`token@`)".into());
+                }
+                _ => {}
             }
-            None if looks_like_token(userinfo) => {
-                return Some("a token in its user part (`token@`)".into());
-            }
-            _ => {}
+            host
+        }
+        None => authority,
+    };
+    if host.split(['.', ':']).any(looks_like_token) {
+        return Some("a token in its host name".into());
+    }
+    for (index, segment) in path.split('/').filter(|s| !s.is_empty()).enumerate() {
+        // `;name=value` path parameters are read like query pairs.
+        let mut pieces = segment.split(';');
+        let name = percent_decoded(pieces.next().unwrap_or(""));
+        if looks_like_token(&name) {
+            return Some(format!(
+                "a token in its path (segment {}: `/…/`); a path is logged by every proxy on the way",
+                index + 1
+            ));
+        }
+        if let Some(name) = pieces.find_map(|pair| credential_pair(pair, syntax)) {
+            return Some(format!("a credential in a path parameter (`;{name}=`)"));
         }
     }
-    let query = url.split_once('?')?.1;
-    let query = query.split('#').next().unwrap_or(query);
-    query.split('&').find_map(|pair| {
-        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let named = is_secret_word(&name.to_ascii_lowercase()) && literal(value, syntax);
-        (named || looks_like_token(value)).then(|| format!("a credential in its query (`{name}=`)"))
-    })
+    if let Some(name) = query
+        .split('&')
+        .find_map(|pair| credential_pair(pair, syntax))
+    {
+        return Some(format!("a credential in its query (`{name}=`)"));
+    }
+    fragment
+        .split('&')
+        .find_map(|pair| credential_pair(pair, syntax))
+        .map(|name| format!("a credential in its fragment (`{name}=`)"))
+}
+
+/// The name of a `name=value` pair (from a query, a fragment or a path parameter) that holds a
+/// credential.
+fn credential_pair(pair: &str, syntax: Syntax) -> Option<&str> {
+    let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+    let value = percent_decoded(value);
+    let named = is_secret_word(&name.to_ascii_lowercase()) && literal(&value, syntax);
+    (named || looks_like_token(&value)).then_some(name)
+}
+
+/// `%XX` escapes decoded (a token is still a token when percent-encoded); anything that does
+/// not decode to UTF-8 is kept as written.
+fn percent_decoded(text: &str) -> String {
+    if !text.contains('%') {
+        return text.to_owned();
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if bytes[i] == b'%'
+            && let (Some(high), Some(low)) = (
+                bytes.get(i + 1).copied().and_then(hex),
+                bytes.get(i + 2).copied().and_then(hex),
+            )
+        {
+            out.push((high * 16 + low) as u8);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| text.to_owned())
 }
 
 /// The first argument that holds a literal credential, and what it is.
@@ -242,6 +306,19 @@ mod tests {
             ("https://host/mcp?key=${KEY}", false),
             ("https://host/mcp?page=2&keyword=x", false),
             ("https://host/a@b/mcp", false),
+            // The path, path parameters, the fragment and the host are part of the URL too.
+            ("https://host/sk-live-abcdefghijklmnop/mcp", true),
+            ("https://host/v1/ghp_abcdefghijklmnop1234", true),
+            ("https://host/sk%2Dlive%2Dabcdefghijklmnop/mcp", true),
+            ("https://host/mcp;token=abc", true),
+            ("https://host/mcp#access_token=abc", true),
+            ("https://host/mcp#x=ghp_abcdefghijklmnop1234", true),
+            ("https://sk-live-abcdefghijklmnop.example.com/mcp", true),
+            ("https://host:8443/api/v1/mcp/sse", false),
+            ("https://host/sk-short/mcp", false),
+            ("https://host/mcp#section-2", false),
+            ("https://host/tokens/list", false),
+            ("https://host/mcp;token=${TOKEN}", false),
         ] {
             assert_eq!(in_url(url, Syntax::Dollar).is_some(), found, "{url}");
         }

@@ -93,3 +93,29 @@ fn the_harness_catches_panics_broken_promises_and_hangs() {
     };
     assert_eq!(indices(&panics), indices(&again));
 }
+
+/// Inputs the long run found, kept in `tests/fuzz_cases/<target>/`, one file each: every one
+/// must hold its target's promises from now on.
+#[test]
+fn inputs_the_fuzzer_found_stay_fixed() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz_cases");
+    let all = targets();
+    let mut replayed = 0;
+    let mut problems = Vec::new();
+    for folder in std::fs::read_dir(&dir).unwrap().flatten() {
+        let name = folder.file_name().to_string_lossy().into_owned();
+        let target = all
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("tests/fuzz_cases/{name}: no fuzz target of that name"));
+        for file in std::fs::read_dir(folder.path()).unwrap().flatten() {
+            let input = std::fs::read(file.path()).unwrap();
+            replayed += 1;
+            if let Err(problem) = fuzz_targets::replay(target, &input) {
+                problems.push(format!("{}: {problem}", file.path().display()));
+            }
+        }
+    }
+    assert!(replayed > 0, "no kept inputs under {}", dir.display());
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

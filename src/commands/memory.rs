@@ -15,6 +15,7 @@ use crate::config::Config;
 use crate::memory::record::{Note, Route};
 use crate::memory::session::{self, session_text};
 use crate::memory::store::{Change, Store};
+use crate::text::{Lines, printable};
 
 #[derive(Debug, clap::Args)]
 pub struct MemoryArgs {
@@ -159,7 +160,11 @@ pub fn run(args: MemoryArgs) -> anyhow::Result<ExitCode> {
         MemoryCommand::Restore { id } => forget(&mut store, format, &id, false)?,
         MemoryCommand::Index => unreachable!("answered above"),
     };
-    print!("{out}");
+    // JSON escapes what it must and is data; text goes to a terminal.
+    match format {
+        Format::Json => print!("{out}"),
+        Format::Table => print!("{}", printable(&out, Lines::Keep)),
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -288,6 +293,15 @@ fn listing(format: Format, notes: &[(&str, &Note)], routes: &[(&str, &Route)]) -
 
 /// Columns padded to their widest cell; on a terminal the last one is cut to the width.
 fn table(header: [&str; 5], rows: &[[String; 5]]) -> String {
+    // A cell is one line of what a note says, shown and never obeyed.
+    let rows: Vec<[String; 5]> = rows
+        .iter()
+        .map(|row| {
+            row.clone()
+                .map(|cell| printable(&cell, Lines::One).into_owned())
+        })
+        .collect();
+    let rows = rows.as_slice();
     let mut widths = header.map(str::len);
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
@@ -340,21 +354,28 @@ fn show_note(format: Format, id: &str, note: &Note) -> String {
     let mut out = format!(
         "id:         {id}\nfile:       {}\ncategory:   {}\nimportance: {}\ntags:       {}\n",
         Store::relative_path::<Note>(id),
-        note.category,
+        field(&note.category),
         note.importance,
-        note.tags.join(", "),
+        field(&note.tags.join(", ")),
     );
     if let Some(task) = &note.task_id {
-        out.push_str(&format!("task_id:    {task}\n"));
+        out.push_str(&format!("task_id:    {}\n", field(task)));
     }
-    out.push_str(&format!("created:    {}\n", note.created));
+    out.push_str(&format!("created:    {}\n", field(&note.created)));
     if let Some(at) = &note.forgotten {
         out.push_str(&format!(
-            "forgotten:  {at} (`memloop memory restore {id}` brings it back)\n"
+            "forgotten:  {} (`memloop memory restore {id}` brings it back)\n",
+            field(at)
         ));
     }
     out.push_str(&format!("\n{}\n", note.content));
     out
+}
+
+/// A one-line field of a note's or route's front matter, as shown: a line break in it cannot
+/// start a line of its own.
+fn field(value: &str) -> std::borrow::Cow<'_, str> {
+    printable(value, Lines::One)
 }
 
 fn show_route(format: Format, id: &str, route: &Route) -> String {
@@ -367,12 +388,12 @@ fn show_route(format: Format, id: &str, route: &Route) -> String {
     let mut out = format!(
         "id:         {id}\nfile:       {}\ntitle:      {}\npaths:      {}\ncreated:    {}\n",
         Store::relative_path::<Route>(id),
-        route.title,
-        route.paths.join(", "),
-        route.created,
+        field(&route.title),
+        field(&route.paths.join(", ")),
+        field(&route.created),
     );
     if let Some(at) = &route.updated {
-        out.push_str(&format!("updated:    {at}\n"));
+        out.push_str(&format!("updated:    {}\n", field(at)));
     }
     out.push_str(&format!("\n{}\n", route.description));
     out

@@ -207,17 +207,7 @@ impl TomlDoc {
 
     /// Where the top-level `key` is defined in the text as parsed.
     fn key_position(&self, key: &str) -> (usize, usize) {
-        let start = toml_edit::Document::parse(self.source.as_str())
-            .ok()
-            .and_then(|doc| {
-                let table = doc.as_table();
-                table
-                    .key(key)
-                    .and_then(toml_edit::Key::span)
-                    .or_else(|| table.get(key).and_then(Item::span))
-            })
-            .map_or(0, |span| span.start);
-        crate::position::line_col(&self.source, start)
+        position_of(&self.source, &[key.to_owned()])
     }
 
     /// Adds `entry` at the end of the array `key` (created as `[[key]]` tables), in the form the
@@ -333,16 +323,24 @@ impl TomlDoc {
                 table.insert(key, Item::Table(fresh));
             }
             let item = table.get_mut(key).expect("just ensured");
-            table = match item.as_table_like_mut() {
-                Some(inner) => inner,
-                None => {
-                    return Err(Refusal::whole(
-                        &display,
-                        format!("`{}` is not a table", path[..=depth].join(".")),
-                        "fix its type by hand, then run memloop again",
-                    ));
-                }
-            };
+            if !item.is_table_like() {
+                let (line, col) = position_of(&self.source, &path[..=depth]);
+                return Err(Refusal::at(
+                    &display,
+                    line,
+                    col,
+                    format!(
+                        "`{}` is {}, not a table",
+                        path[..=depth].join("."),
+                        kind_of(item)
+                    ),
+                    format!(
+                        "make it a table (`[{}]`) by hand, or remove it, then run memloop again",
+                        path[..=depth].join(".")
+                    ),
+                ));
+            }
+            table = item.as_table_like_mut().expect("checked just above");
         }
         if whole {
             let stale: Vec<String> = table
@@ -534,6 +532,48 @@ fn sync_table(table: &mut Table, entry: &Entry) {
     }
 }
 
+/// Where the key at `path` (table headers, dotted keys and inline tables alike) is defined in
+/// `source`; as deep as the path can be followed, the file's start when not even its first key
+/// can be found.
+fn position_of(source: &str, path: &[String]) -> (usize, usize) {
+    let mut start = 0;
+    if let Ok(doc) = toml_edit::Document::parse(source) {
+        let mut table: &dyn toml_edit::TableLike = doc.as_table();
+        for key in path {
+            let span = table
+                .key(key)
+                .and_then(toml_edit::Key::span)
+                .or_else(|| table.get(key).and_then(Item::span));
+            if let Some(span) = span {
+                start = span.start;
+            }
+            match table.get(key).and_then(Item::as_table_like) {
+                Some(inner) => table = inner,
+                None => break,
+            }
+        }
+    }
+    crate::position::line_col(source, start)
+}
+
+/// What a TOML item is, for a refusal: "a string", "an array of tables".
+fn kind_of(item: &Item) -> &'static str {
+    match item {
+        Item::None => "nothing",
+        Item::Table(_) => "a table",
+        Item::ArrayOfTables(_) => "an array of tables",
+        Item::Value(value) => match value {
+            Value::String(_) => "a string",
+            Value::Integer(_) => "an integer",
+            Value::Float(_) => "a float",
+            Value::Boolean(_) => "a boolean",
+            Value::Datetime(_) => "a date-time",
+            Value::Array(_) => "an array",
+            Value::InlineTable(_) => "an inline table",
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -697,16 +737,50 @@ mod tests {
         assert_eq!(other.to_text(), "x = 1\n");
     }
 
+    /// Every wrong type on the way to a table memloop writes (Codex's `mcp_servers`, its
+    /// server, `projects` and a project's entry in the user's config) is refused at its place.
     #[test]
-    fn a_value_where_a_table_belongs_is_refused() {
-        let mut doc = TomlDoc::parse("projects = 3\n", "c.toml").unwrap();
-        let err = doc
-            .upsert_table(&path(&["projects", "/r"]), &[], false)
-            .unwrap_err();
-        assert!(
-            err.to_string().contains("`projects` is not a table"),
-            "{err}"
-        );
+    fn a_value_where_a_table_belongs_is_refused_at_its_position() {
+        for (text, at, problem) in [
+            (
+                "projects = 3\n",
+                "c.toml:1:1:",
+                "`projects` is an integer, not a table",
+            ),
+            (
+                "model = \"m\"\n\n[projects]\n\"/r\" = \"trusted\"\n",
+                "c.toml:4:1:",
+                "`projects./r` is a string, not a table",
+            ),
+            (
+                "a = 1\nprojects = [[1]]\n",
+                "c.toml:2:1:",
+                "`projects` is an array, not a table",
+            ),
+            (
+                "[[projects]]\nx = 1\n",
+                "c.toml:1:3:",
+                "`projects` is an array of tables, not a table",
+            ),
+            (
+                "x = 1\nprojects.\"/r\" = true\n",
+                "c.toml:2:10:",
+                "`projects./r` is a boolean, not a table",
+            ),
+            (
+                "projects = { \"/r\" = 1 }\n",
+                "c.toml:1:14:",
+                "`projects./r` is an integer, not a table",
+            ),
+        ] {
+            let mut doc = TomlDoc::parse(text, "c.toml").unwrap();
+            let err = doc
+                .upsert_table(&path(&["projects", "/r"]), &[], false)
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with(at), "{text:?}: {err}");
+            assert!(err.contains(problem), "{text:?}: {err}");
+        }
     }
 
     #[test]

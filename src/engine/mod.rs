@@ -177,7 +177,18 @@ fn planned(
         },
         (Desired::Fragments { format, fragments }, mode) => {
             let raw = before.text();
-            let (text, encoding) = Encoding::decode(raw.as_bytes(), display)?;
+            let (mut text, mut encoding) = Encoding::decode(raw.as_bytes(), display)?;
+            if mode == Mode::Remove
+                && encoding.crlf
+                && original.as_ref().is_some_and(mixes_line_ends)
+            {
+                // The original mixed LF and CRLF, and memloop's edit left the file all CRLF:
+                // what comes back from the original (a member `sync --force` replaced) brings
+                // its own line ends, so the file is edited with the ones it has, and nothing is
+                // converted on the way out (CRLF would become CR CR LF).
+                text = raw.strip_prefix('\u{feff}').unwrap_or(raw).to_owned();
+                encoding.crlf = false;
+            }
             let original_view = original.as_ref().map(|o| original_view(o, *format));
             let edited = edit(
                 &text,
@@ -329,6 +340,18 @@ fn settled(
 }
 
 /// What the file looked like before memloop, parsed, to decide which parents memloop created.
+/// Whether `content` is a file whose lines end in both LF and CRLF (kept as they are by
+/// [`Encoding`], not normalized).
+fn mixes_line_ends(content: &Content) -> bool {
+    match content {
+        Content::File { text } => {
+            text.contains("\r\n")
+                && Encoding::decode(text.as_bytes(), "").is_ok_and(|(_, encoding)| !encoding.crlf)
+        }
+        _ => false,
+    }
+}
+
 enum OriginalView {
     /// The parsed value and the text it came from (to give a replaced member its bytes back).
     Json(Option<(Value, String)>),

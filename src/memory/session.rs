@@ -206,6 +206,7 @@ fn index_from(
         }
         let ranked = &candidates[shown];
         let line = format!("- {} [{}]", ranked.candidate.meta.line, ranked.candidate.id);
+        let line = crate::text::printable(&line, crate::text::Lines::One).into_owned();
         let (n, r) = match ranked.kind {
             Kind::Note => (notes_left.saturating_sub(1), routes_left),
             Kind::Route => (notes_left, routes_left.saturating_sub(1)),

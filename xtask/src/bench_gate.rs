@@ -6,7 +6,9 @@
 //! per program, as hyperfine does; the same with the programs taking turns is printed too.
 //! Targets (issue 3): a repeat check at least 30x faster than Python at 1 MB and 200x at
 //! 100 MB; the first check on 100 MB at most a tenth of Python's time; memloop's peak RSS at
-//! most 10 MiB at every size. Exits non-zero on a miss.
+//! most 10 MiB at every size. Issue 25 adds the floors, measured in the same run: the first
+//! check on 100 MB at most twice what `cat` takes to read the file from the page cache, and a
+//! repeat check at most 1 ms over `memloop --version`. Exits non-zero on a miss.
 //!
 //! Claude Code's Stop input carries `last_assistant_message`, and the gate reads on until the
 //! transcript holds it. Repeat checks are measured with that field (the transcript already
@@ -660,6 +662,10 @@ struct Row {
     ml_repeat_last: Timing,
     py_cold: Timing,
     ml_cold: Timing,
+    /// `cat` reading the same transcript from the page cache, taking turns with the first checks.
+    cat: Timing,
+    /// `memloop --version`, taking turns with the repeat checks: the process floor.
+    version: Timing,
     ml_rss_kib: u64,
     py_rss_kib: u64,
 }
@@ -743,8 +749,12 @@ impl Bench<'_> {
                 self.stop(tool, &format!("warmup-{k}"))?;
             }
         }
-        // The two programs take turns, so load from elsewhere falls on both alike.
+        // The two programs (and `cat`) take turns, so load from elsewhere falls on all alike.
+        let mut cat = Vec::new();
         for k in 0..first_runs {
+            let mut command = Command::new("cat");
+            command.arg(self.transcript);
+            cat.push(spawn_measured(command, "")?.wall);
             let mut codes = [0; 2];
             for (i, tool) in tools.iter().enumerate() {
                 let sample = self.stop(*tool, &format!("first-{k}"))?;
@@ -769,7 +779,11 @@ impl Bench<'_> {
         // so what differs between them is the field's own cost, not the load of the moment.
         let mut appended = 0;
         let mut repeat_last = Vec::new();
+        let mut version = Vec::new();
         for _ in 0..repeat_runs {
+            let mut command = Command::new(self.memloop);
+            command.arg("--version");
+            version.push(spawn_measured(command, "")?.wall);
             for last in [None, Some(APPENDED_TEXT)] {
                 append_turn(self.transcript, appended)?;
                 appended += 1;
@@ -809,6 +823,8 @@ impl Bench<'_> {
             py_repeat: Timing::of(&mut repeat[1]),
             ml_cold: Timing::of(&mut cold[0]),
             py_cold: Timing::of(&mut cold[1]),
+            cat: Timing::of(&mut cat),
+            version: Timing::of(&mut version),
             ml_rss_kib: rss[0],
             py_rss_kib: rss[1],
         })
@@ -869,6 +885,21 @@ fn print_table(rows: &[Row]) {
             timing(row.ml_repeat)
         );
     }
+    println!(
+        "\nthe floors, measured in the same runs: `cat` of the transcript (taking turns with the first checks), `memloop --version` (with the repeat checks):"
+    );
+    for row in rows {
+        println!(
+            "  {} MB: first check {} vs cat {} = {:.2}x cat; repeat check {} vs --version {} = +{:.2} ms",
+            row.size_mb,
+            timing(row.ml_first),
+            timing(row.cat),
+            ratio(row.ml_first.best, row.cat.best),
+            timing(row.ml_repeat),
+            timing(row.version),
+            (row.ml_repeat.best.as_secs_f64() - row.version.best.as_secs_f64()) * 1000.0
+        );
+    }
     println!("\nrepeat checks with the two programs taking turns (caches cooled by the other):");
     for row in rows {
         println!(
@@ -911,7 +942,27 @@ fn check_targets(rows: &[Row], worktree: Option<&WorktreeCost>) -> anyhow::Resul
                 first >= 10.0,
                 format!("100 MB first check {first:.1}x faster (target >= 10x)"),
             );
+            let of_cat = ratio(row.ml_first.best, row.cat.best);
+            report(
+                of_cat <= 2.0,
+                format!(
+                    "100 MB first check {} is {of_cat:.2}x the time `cat` takes to read the file, {} (target <= 2x)",
+                    ms(row.ml_first.best),
+                    ms(row.cat.best)
+                ),
+            );
         }
+        let over = row.ml_repeat.best.saturating_sub(row.version.best);
+        report(
+            over <= Duration::from_millis(1),
+            format!(
+                "{} MB repeat check {} is {} over `memloop --version` {} (target <= 1 ms)",
+                row.size_mb,
+                ms(row.ml_repeat.best),
+                ms(over),
+                ms(row.version.best)
+            ),
+        );
         // Medians of the interleaved series: one lucky run on either side decides nothing.
         let with = row.ml_repeat_last.median;
         let without = row.ml_repeat.median;

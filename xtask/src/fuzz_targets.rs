@@ -16,8 +16,14 @@ use std::time::{Duration, Instant};
 
 use memloop::agents;
 use memloop::agents::claude::gate as claude;
+use memloop::agents::codex::gate as codex;
+use memloop::agents::copilot::gate as copilot;
+use memloop::agents::gemini::gate as gemini;
 use memloop::agents::kimi::gate as kimi;
 use memloop::agents::opencode::gate as opencode;
+use memloop::agents::qwen::gate as qwen;
+use memloop::agents::{copilot::trust as copilot_trust, gemini::trust as gemini_trust};
+use memloop::agents::{kimi::trust as kimi_trust, qwen::trust as qwen_trust};
 use memloop::config::{AgentId, Config, GateConfig};
 use memloop::edit::Refusal;
 use memloop::edit::json::{Dialect, JsonDoc};
@@ -27,6 +33,7 @@ use memloop::edit::toml::TomlDoc;
 use memloop::engine::{self, Content, Mode, PlanError};
 use memloop::gate::rules::ToolSets;
 use memloop::gate::state::State;
+use memloop::memory::record::{Note, Record, Route};
 use memloop::repo::Context;
 use memloop::serve::transport;
 use memloop::target::{Desired, Format, Target as FileTarget};
@@ -65,6 +72,7 @@ enum Kind {
     Config,
     Jsonl,
     Mcp,
+    Note,
 }
 
 /// One parser entry and what it must hold.
@@ -139,6 +147,49 @@ pub fn targets() -> Vec<Target> {
             run: opencode_ledger,
         },
         Target {
+            name: "codex-rollout",
+            about: "gate: Codex rollout, read whole and in two steps",
+            kind: Kind::Jsonl,
+            run: codex_rollout,
+        },
+        Target {
+            name: "gemini-chat",
+            about: "gate: Gemini chat recording ($set, $rewindTo), read whole and in two steps",
+            kind: Kind::Jsonl,
+            run: gemini_chat,
+        },
+        Target {
+            name: "copilot-events",
+            about: "gate: Copilot events.jsonl, read whole and in two steps",
+            kind: Kind::Jsonl,
+            run: copilot_events,
+        },
+        Target {
+            name: "qwen-recording",
+            about: "gate: Qwen Code chat recording, read whole and in two steps",
+            kind: Kind::Jsonl,
+            run: qwen_recording,
+        },
+        Target {
+            name: "note",
+            about: "memory: a note's and a route's front matter; what is rendered parses back the same",
+            kind: Kind::Note,
+            run: note,
+        },
+        Target {
+            name: "trust-json",
+            about: "trust files (~/.claude.json, trustedFolders.json, Qwen settings, Copilot config, \
+                    Kimi's trust record): readers, and refuse with a position or round-trip",
+            kind: Kind::Json,
+            run: trust_json,
+        },
+        Target {
+            name: "trust-toml",
+            about: "trust file ~/.codex/config.toml: refuse with a position or round-trip",
+            kind: Kind::Toml,
+            run: trust_toml,
+        },
+        Target {
             name: "hook-input",
             about: "gate: the agents' Stop and record input on stdin",
             kind: Kind::Json,
@@ -171,6 +222,11 @@ pub struct Scratch {
     dir: tempfile::TempDir,
     root: PathBuf,
     installer: Vec<FileTarget>,
+    /// Every agent's per-machine trust files (`memloop trust`) memloop edits by fragments.
+    trust: Vec<FileTarget>,
+    /// Kimi Code's trust record for the scratch repository (a whole file memloop writes).
+    kimi_trust: Option<PathBuf>,
+    trust_config: Config,
     tools: ToolSets,
     /// Known outcomes that are not failures, counted for the report.
     notes: std::collections::BTreeMap<&'static str, u64>,
@@ -207,10 +263,30 @@ impl Scratch {
             .into_iter()
             .filter(|t| matches!(t.desired, Desired::Fragments { .. }))
             .collect();
+        let trust_config = Config {
+            agents: AgentId::ALL.to_vec(),
+            ..Config::default()
+        };
+        let ctx = Context {
+            config: &trust_config,
+            ..ctx
+        };
+        let all_trust = agents::trust(&ctx).map_err(|e| format!("{e:#}"))?;
+        let kimi_trust = all_trust
+            .iter()
+            .find(|t| matches!(t.desired, Desired::Whole { .. }) && t.agents == [AgentId::Kimi])
+            .map(|t| t.path.clone());
+        let trust = all_trust
+            .into_iter()
+            .filter(|t| matches!(t.desired, Desired::Fragments { .. }))
+            .collect();
         Ok(Scratch {
             dir,
             root,
             installer,
+            trust,
+            kimi_trust,
+            trust_config,
             tools: ToolSets::new(&GateConfig::default()),
             notes: Default::default(),
         })
@@ -222,6 +298,14 @@ impl Scratch {
 
     fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
+    }
+
+    fn trust_targets(&self, format: fn(&Format) -> bool) -> Vec<FileTarget> {
+        self.trust
+            .iter()
+            .filter(|t| matches!(&t.desired, Desired::Fragments { format: f, .. } if format(f)))
+            .cloned()
+            .collect()
     }
 
     fn installer_targets(&self, format: fn(&Format) -> bool) -> Vec<FileTarget> {
@@ -599,12 +683,130 @@ fn opencode_ledger(scratch: &mut Scratch, input: &[u8]) -> Result<(), String> {
     })
 }
 
+fn codex_rollout(scratch: &mut Scratch, input: &[u8]) -> Result<(), String> {
+    let path = scratch.path("rollout.jsonl");
+    let tools = &scratch.tools;
+    two_step(input, &path, |state| codex::collect(state, &path, tools))
+}
+
+fn gemini_chat(scratch: &mut Scratch, input: &[u8]) -> Result<(), String> {
+    let path = scratch.path("session-chat.jsonl");
+    let tools = &scratch.tools;
+    two_step(input, &path, |state| gemini::collect(state, &path, tools))
+}
+
+fn copilot_events(scratch: &mut Scratch, input: &[u8]) -> Result<(), String> {
+    let path = scratch.path("session-state/s/events.jsonl");
+    let tools = &scratch.tools;
+    two_step(input, &path, |state| {
+        copilot::collect(state, &path, tools, None, std::time::Duration::ZERO).map(|_| ())
+    })
+}
+
+fn qwen_recording(scratch: &mut Scratch, input: &[u8]) -> Result<(), String> {
+    let path = scratch.path("qwen.jsonl");
+    let tools = &scratch.tools;
+    two_step(input, &path, |state| {
+        qwen::collect(state, &path, tools, None, std::time::Duration::ZERO).map(|_| ())
+    })
+}
+
+/// A note or route read from its file; what memloop renders from it reads back the same.
+fn note(_: &mut Scratch, input: &[u8]) -> Result<(), String> {
+    let Ok(text) = std::str::from_utf8(input) else {
+        return Ok(());
+    };
+    fn round_trip<T: Record + PartialEq + std::fmt::Debug>(text: &str) -> Result<(), String> {
+        let Ok(record) = T::parse(text) else {
+            return Ok(());
+        };
+        let rendered = record.render();
+        match T::parse(&rendered) {
+            Ok(again) if again == record => Ok(()),
+            Ok(again) => Err(format!(
+                "a {} renders as {rendered:?}, which reads back as {again:?}, not {record:?}",
+                T::KIND
+            )),
+            Err(err) => Err(format!(
+                "a {} renders as {rendered:?}, which does not read back: {err:#}",
+                T::KIND
+            )),
+        }
+    }
+    round_trip::<Note>(text)?;
+    round_trip::<Route>(text)
+}
+
+/// The trust files: each reader on what parses, and the installer's edit of every JSON trust
+/// file (refuse with a position, or round-trip); Kimi's whole trust record is kept byte for
+/// byte when it is memloop's and left alone when it is the user's.
+fn trust_json(scratch: &mut Scratch, input: &[u8]) -> Result<(), String> {
+    if let Ok(value) = serde_json::from_slice::<serde_json::Value>(input) {
+        let _ = gemini_trust::verdict(&value, &scratch.root);
+        let _ = gemini_trust::invalid_level(&value);
+        let _ = copilot_trust::trusted_by(&value, &scratch.root);
+        let entry = serde_json::json!({"command": "memloop", "args": ["serve"]});
+        let _ = qwen_trust::approval_state(value.get("x"), "x", "memory", &entry);
+        let _ = qwen_trust::approval_state(Some(&value), "x", "memory", &entry);
+    }
+    for target in scratch.trust_targets(|f| matches!(f, Format::Json(_))) {
+        install_one(scratch, &target, input).map_err(|e| format!("{}: {e}", target.display))?;
+    }
+    if let Some(path) = scratch.kimi_trust.clone() {
+        std::fs::create_dir_all(path.parent().unwrap_or(&path)).map_err(|e| e.to_string())?;
+        std::fs::write(&path, input).map_err(|e| e.to_string())?;
+        let config = scratch.trust_config.clone();
+        let ctx = Context {
+            root: &scratch.root,
+            config: &config,
+            server: config.server().map_err(|e| format!("{e:#}"))?,
+            home: scratch.root.join("home"),
+            user_scope: true,
+            trusted: true,
+        };
+        let targets = kimi_trust::targets(&ctx);
+        let memloops = serde_json::from_slice::<serde_json::Value>(input)
+            .is_ok_and(|v| v.get("trustedBy") == Some(&serde_json::json!("memloop")));
+        let kept = targets.iter().any(
+            |t| matches!(&t.desired, Desired::Whole { content } if content.as_bytes() == input),
+        );
+        match (memloops, targets.is_empty(), kept) {
+            (true, _, true) | (false, true, _) => {}
+            (true, _, false) => {
+                return Err("memloop's Kimi trust record is not kept as it is".into());
+            }
+            (false, false, _) => {
+                return Err("the user's Kimi trust record would be replaced".into());
+            }
+        }
+        let _ = std::fs::remove_file(&path);
+    }
+    Ok(())
+}
+
+fn trust_toml(scratch: &mut Scratch, input: &[u8]) -> Result<(), String> {
+    let targets = scratch.trust_targets(|f| matches!(f, Format::Toml));
+    if targets.is_empty() {
+        return Err("no TOML trust target".into());
+    }
+    for target in &targets {
+        install_one(scratch, target, input).map_err(|e| format!("{}: {e}", target.display))?;
+    }
+    Ok(())
+}
+
 fn hook_input(_: &mut Scratch, input: &[u8]) -> Result<(), String> {
     if let Ok(value) = serde_json::from_slice::<serde_json::Value>(input) {
         let _ = claude::parse_input(&value);
         let _ = kimi::parse_input(&value);
         let _ = opencode::parse_stop(&value);
         let _ = opencode::parse_record(&value);
+        let _ = codex::parse_input(&value);
+        let _ = gemini::parse_input(&value);
+        let _ = qwen::parse_input(&value);
+        let _ = copilot::parse_input(&value);
+        let _ = copilot::recognises(&value);
+        let _ = copilot::stop_id(&value);
     }
     Ok(())
 }
@@ -683,8 +885,13 @@ impl Seeds {
         markdown.extend(BAD_MARKDOWN.iter().map(|s| s.as_bytes().to_vec()));
         config.push(Config::default().to_toml().into_bytes());
         config.extend(BAD_CONFIG.iter().map(|s| s.as_bytes().to_vec()));
-        let jsonl = JSONL.iter().map(|s| s.as_bytes().to_vec()).collect();
+        let jsonl = JSONL
+            .iter()
+            .chain(AGENT_LOGS)
+            .map(|s| s.as_bytes().to_vec())
+            .collect();
         let mcp = MCP.iter().map(|s| s.as_bytes().to_vec()).collect();
+        let notes = NOTES.iter().map(|s| s.as_bytes().to_vec()).collect();
         Seeds {
             by_kind: vec![
                 (Kind::Json, json),
@@ -693,6 +900,7 @@ impl Seeds {
                 (Kind::Config, config),
                 (Kind::Jsonl, jsonl),
                 (Kind::Mcp, mcp),
+                (Kind::Note, notes),
             ],
         }
     }
@@ -818,6 +1026,26 @@ const JSONL: &[&str] = &[
     "{\"type\":\"assistant\",\"message\":{\"content\":\"not a list\"}}\n",
 ];
 
+/// Codex rollouts, Gemini chat recordings (a message appended again, `$set`, `$rewindTo`),
+/// Copilot's events.jsonl and Qwen's recording, as the real programs write them.
+const AGENT_LOGS: &[&str] = &[
+    "{\"timestamp\":\"2026-12-01T10:00:00.000Z\",\"type\":\"session_meta\",\"payload\":{\"id\":\"s\"}}\n{\"timestamp\":\"2026-12-01T10:00:01.000Z\",\"type\":\"response_item\",\"payload\":{\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"x\"}]}}\n{\"timestamp\":\"2026-12-01T10:00:02.000Z\",\"type\":\"response_item\",\"payload\":{\"type\":\"function_call\",\"name\":\"exec_command\",\"arguments\":\"{}\",\"call_id\":\"c1\"}}\n{\"timestamp\":\"2026-12-01T10:00:03.000Z\",\"type\":\"response_item\",\"payload\":{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"ok\"}}\n{\"timestamp\":\"2026-12-01T10:00:04.000Z\",\"type\":\"response_item\",\"payload\":{\"type\":\"function_call\",\"name\":\"memory_store\",\"namespace\":\"mcp__memory\",\"arguments\":\"{}\",\"call_id\":\"c2\"}}\n{\"timestamp\":\"2026-12-01T10:00:05.000Z\",\"type\":\"response_item\",\"payload\":{\"type\":\"custom_tool_call\",\"name\":\"apply_patch\",\"input\":\"*** Begin Patch\",\"call_id\":\"c3\"}}\n{\"timestamp\":\"2026-12-01T10:00:06.000Z\",\"type\":\"event_msg\",\"payload\":{\"type\":\"user_message\",\"message\":\"go\"}}\n",
+    "{\"sessionId\":\"168df275\",\"kind\":\"main\"}\n{\"$set\":{\"messages\":[{\"id\":\"ctx\",\"type\":\"user\",\"content\":[]}]}}\n{\"id\":\"g1\",\"type\":\"gemini\",\"content\":\"\",\"toolCalls\":[]}\n{\"id\":\"g1\",\"type\":\"gemini\",\"content\":\"\",\"toolCalls\":[{\"id\":\"w1\",\"name\":\"write_file\",\"args\":{},\"status\":\"success\"}]}\n{\"id\":\"u2\",\"type\":\"user\",\"content\":[{\"text\":\"KNOWLEDGE CHECK\"}]}\n{\"$rewindTo\":\"u2\"}\n{\"id\":\"g4\",\"type\":\"gemini\",\"content\":\"\",\"toolCalls\":[{\"id\":\"q\",\"name\":\"mcp_memory_context_query\",\"args\":{},\"status\":\"success\"},{\"id\":\"s0\",\"name\":\"mcp_memory_memory_store\",\"args\":{},\"status\":\"error\"},{\"id\":\"r1\",\"name\":\"replace\",\"args\":{},\"status\":\"cancelled\"}]}\n",
+    "{\"type\":\"session.start\",\"data\":{\"sessionId\":\"s\",\"copilotVersion\":\"1.0.102\"},\"id\":\"a\"}\n{\"type\":\"assistant.message\",\"data\":{\"content\":\"\",\"toolRequests\":[{\"toolCallId\":\"call_0\",\"name\":\"create\",\"arguments\":{}}]},\"id\":\"c\",\"timestamp\":\"2026-12-01T12:14:35.000Z\"}\n{\"type\":\"tool.execution_start\",\"data\":{\"toolCallId\":\"call_0\",\"toolName\":\"create\",\"arguments\":{\"path\":\"/r/a.txt\"}},\"id\":\"d\"}\n{\"type\":\"tool.execution_start\",\"data\":{\"toolCallId\":\"call_1\",\"toolName\":\"memory-memory_store\",\"mcpServerName\":\"memory\",\"mcpToolName\":\"memory_store\"},\"id\":\"g\"}\n{\"type\":\"tool.execution_start\",\"data\":{\"toolCallId\":\"call_2\",\"toolName\":\"bash\"},\"id\":\"h\"}\n{\"type\":\"assistant.turn_end\",\"data\":{\"turnId\":\"3\"}}\n",
+    "{\"uuid\":\"u\",\"type\":\"user\",\"message\":{\"role\":\"user\",\"parts\":[{\"text\":\"go\"}]}}\n{\"uuid\":\"a1\",\"sessionId\":\"q\",\"type\":\"assistant\",\"message\":{\"role\":\"model\",\"parts\":[{\"functionCall\":{\"id\":\"c1\",\"name\":\"mcp__memory__context_query\",\"args\":{}}}]}}\n{\"uuid\":\"a2\",\"sessionId\":\"q\",\"type\":\"assistant\",\"message\":{\"role\":\"model\",\"parts\":[{\"functionCall\":{\"id\":\"c2\",\"name\":\"write_file\",\"args\":{}}},{\"text\":\"done\"}]}}\n",
+];
+
+/// Notes and routes as memloop writes them, and as a person might edit them.
+const NOTES: &[&str] = &[
+    "---\ncategory: decisions\nimportance: 7\ntags: [build, layout]\ncreated: 2026-11-30T09:55:00.000Z\n---\nThe build puts generated code under target/gen; keep it out of git.\n",
+    "---\ncategory: \"gotchas\"\nimportance: 10\ntags: [\"a b\", \"c,d\"]\ntask_id: \"t-1\"\ncreated: \"2026-11-30T09:55:00.000Z\"\nforgotten: 2026-12-01T00:00:00.000Z\nreviewer: kept as is\n---\nline one\n\n---\nnot front matter\n",
+    "---\r\ncategory: patterns\r\nimportance: 3\r\ntags: []\r\ncreated: x\r\n---\r\nCRLF body\r\n",
+    "---\ntitle: Where the gate lives\ndescription: \"src/gate: the rules\\nand readers\"\npaths: [src/gate/mod.rs, \"src/gate/a b.rs\"]\ncreated: 2026-06-01T00:00:00.000Z\nupdated: 2026-06-02T00:00:00.000Z\n---\nbody\n",
+    "---\ncategory: context\nimportance: 0\n---\n",
+    "---\n---\n",
+    "no front matter at all\n",
+];
+
 const MCP: &[&str] = &[
     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"a\",\"version\":\"1\"}}}",
     "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}",
@@ -926,12 +1154,40 @@ fn dictionary(kind: Kind) -> &'static [&'static str] {
             "\"name\":\"mcp__memloop__memory_store\"",
             "{\"type\":\"context.append_loop_event\",\"event\":{\"type\":\"tool.call\",\"name\":\"Shell\"}}",
             "{\"tool\":\"bash\"}",
+            "{\"$rewindTo\":\"g1\"}",
+            "{\"$set\":{\"messages\":[",
+            "\"toolCalls\":[{\"id\":\"w9\",\"name\":\"replace\",\"status\":\"success\"}]",
+            "{\"type\":\"response_item\",\"payload\":{\"type\":\"function_call\",\"name\":\"exec_command\"}}",
+            "{\"type\":\"tool.execution_start\",\"data\":{\"toolName\":\"edit\"}}",
+            "{\"type\":\"assistant.turn_end\",\"data\":{}}",
+            "\"parts\":[{\"functionCall\":{\"id\":\"c9\",\"name\":\"edit\"}}]",
             "\"assistant\"",
             "\"tool\"",
             "null",
             "]}}",
             "\\",
             "\"",
+        ],
+        Kind::Note => &[
+            "---\n",
+            "\n",
+            "category: ",
+            "importance: ",
+            "tags: [",
+            "]",
+            "created: ",
+            "task_id: ",
+            "forgotten: ",
+            "title: ",
+            "paths: ",
+            "updated: ",
+            "\"",
+            "\\",
+            "\\u0000",
+            ", ",
+            ": ",
+            "#",
+            "\r\n",
         ],
         Kind::Mcp => &[
             "{\"jsonrpc\":\"2.0\",",

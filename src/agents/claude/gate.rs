@@ -18,7 +18,6 @@
 //! is internal to Claude Code and changes between versions.
 
 use std::fmt;
-use std::hash::Hasher;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -108,18 +107,85 @@ struct Block {
 pub struct TextKey(pub u64);
 
 impl TextKey {
+    /// Every text block of a transcript is keyed on a first read, so this runs over a good part
+    /// of it: the bytes other than whitespace go eight at a time through a multiply-xor mix,
+    /// several times cheaper than SipHash fed one character at a time. Equal texts (whitespace
+    /// aside) give equal keys; the key is only ever compared, never trusted as a secret.
     pub fn of(text: &str) -> TextKey {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        for c in text.chars().filter(|c| !c.is_whitespace()) {
-            hasher.write_u32(c as u32);
+        let bytes = text.as_bytes();
+        let mut key = WordMix::default();
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            if b.is_ascii() {
+                // `char::is_whitespace` on ASCII: space, \t, \n, \x0b, \x0c, \r.
+                if !matches!(b, b' ' | b'\t'..=b'\r') {
+                    key.byte(b);
+                }
+                i += 1;
+                continue;
+            }
+            let width = utf8_width(b);
+            let end = (i + width).min(bytes.len());
+            let c = text[i..end].chars().next().unwrap_or(' ');
+            if !c.is_whitespace() {
+                bytes[i..end].iter().for_each(|&b| key.byte(b));
+            }
+            i = end;
         }
-        TextKey(hasher.finish())
+        TextKey(key.finish())
     }
 }
 
-/// A block's `text`: its key when it is a string; anything else in its place holds no text.
+/// The length of the UTF-8 sequence a leading byte starts (`text` is valid UTF-8).
+fn utf8_width(lead: u8) -> usize {
+    match lead {
+        0xf0.. => 4,
+        0xe0.. => 3,
+        _ => 2,
+    }
+}
+
+/// A streaming hash of bytes: eight at a time into a word, each word mixed in by a multiply and
+/// a shift; the length goes in last, so no two byte strings of different lengths share a tail.
 #[derive(Default)]
-struct TextField(Option<TextKey>);
+struct WordMix {
+    state: u64,
+    word: u64,
+    filled: u32,
+    len: u64,
+}
+
+impl WordMix {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+
+    fn byte(&mut self, b: u8) {
+        self.word |= u64::from(b) << (self.filled * 8);
+        self.filled += 1;
+        if self.filled == 8 {
+            self.mix();
+        }
+    }
+
+    fn mix(&mut self) {
+        let x = (self.state ^ self.word).wrapping_mul(Self::K);
+        self.state = x ^ (x >> 29);
+        self.len += u64::from(self.filled);
+        self.word = 0;
+        self.filled = 0;
+    }
+
+    fn finish(mut self) -> u64 {
+        self.mix();
+        let x = (self.state ^ self.len).wrapping_mul(Self::K);
+        x ^ (x >> 32)
+    }
+}
+
+/// A block's `text` when it is a string; anything else in its place holds no text. Kept as
+/// read, not keyed: only the newest text of a read is ever compared ([`Tail`]).
+#[derive(Default)]
+struct TextField(Option<String>);
 
 impl<'de> Deserialize<'de> for TextField {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -133,7 +199,7 @@ impl<'de> Deserialize<'de> for TextField {
             }
 
             fn visit_str<E: de::Error>(self, text: &str) -> Result<TextField, E> {
-                Ok(TextField(Some(TextKey::of(text))))
+                Ok(TextField(Some(text.to_owned())))
             }
 
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TextField, A::Error> {
@@ -304,10 +370,12 @@ pub fn collect(
     let mut pause = Duration::from_millis(2);
     let mut slept = false;
     let caught = loop {
+        let mut tail = Tail::Unchanged;
         offset = jsonl::read_rows(&file, offset, b"\"assistant\"", |row: Row| {
-            apply(state, row, tools)
+            apply(state, row, tools, &mut tail)
         })
         .with_context(|| format!("cannot read {}", transcript.display()))?;
+        tail.settle(state);
         let waited = match slept {
             true => started.elapsed(),
             false => Duration::ZERO,
@@ -330,7 +398,28 @@ pub fn collect(
     Ok(caught)
 }
 
-fn apply(state: &mut State, row: Row, tools: &ToolSets) {
+/// The newest assistant content of one read, settled into [`State::tail_text`] when the read
+/// ends: a first check passes thousands of texts, and keying each would cost more than copying
+/// it, when only the last one is ever compared with `last_assistant_message`.
+#[derive(Default)]
+enum Tail {
+    #[default]
+    Unchanged,
+    Text(String),
+    NotText,
+}
+
+impl Tail {
+    fn settle(self, state: &mut State) {
+        match self {
+            Tail::Unchanged => {}
+            Tail::Text(text) => state.tail_text = Some(TextKey::of(&text).0),
+            Tail::NotText => state.tail_text = None,
+        }
+    }
+}
+
+fn apply(state: &mut State, row: Row, tools: &ToolSets, tail: &mut Tail) {
     if row.kind.as_deref() != Some("assistant") {
         return;
     }
@@ -344,10 +433,10 @@ fn apply(state: &mut State, row: Row, tools: &ToolSets) {
     for block in message.content.0 {
         match block.kind.as_deref() {
             Some("text") => {
-                state.tail_text = block.text.0.map(|key| key.0);
+                *tail = block.text.0.map_or(Tail::NotText, Tail::Text);
                 continue;
             }
-            Some("tool_use") => state.tail_text = None,
+            Some("tool_use") => *tail = Tail::NotText,
             _ => continue,
         }
         let Some(name) = block.name else { continue };
@@ -425,8 +514,46 @@ mod tests {
     fn feed(state: &mut State, lines: &[&str]) {
         for line in lines {
             if let Ok(row) = serde_json::from_str::<Row>(line) {
-                apply(state, row, &tools());
+                let mut tail = Tail::Unchanged;
+                apply(state, row, &tools(), &mut tail);
+                tail.settle(state);
             }
+        }
+    }
+
+    #[test]
+    fn text_keys_ignore_whitespace_and_tell_texts_apart() {
+        let key = TextKey::of;
+        assert_eq!(
+            key("Done: all tests pass."),
+            key("  Done:\r\n all tests\tpass. \n")
+        );
+        assert_eq!(key("a\u{a0}b\u{3000}c\u{2028}d\u{85}e"), key("abcde"));
+        assert_eq!(key("über … 日本"), key("über…日本"));
+        assert_eq!(key(""), key(" \n\t"));
+        for (a, b) in [
+            ("done", "Done"),
+            ("abcdefgh", "abcdefghi"),
+            ("abcdefgh\0", "abcdefgh"),
+            ("", "\0"),
+            ("12345678abcdefgh", "abcdefgh12345678"),
+            ("ü", "u"),
+        ] {
+            assert_ne!(key(a), key(b), "{a:?} vs {b:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn text_keys_are_the_same_whatever_the_whitespace(text in "\\PC{0,64}", spaces in proptest::collection::vec("[ \t\r\n\u{a0}\u{2003}]{0,3}", 0..8)) {
+            let mut spaced = String::new();
+            let mut gaps = spaces.iter().cycle();
+            for c in text.chars() {
+                spaced.push(c);
+                spaced.push_str(gaps.next().map_or("", String::as_str));
+            }
+            let squeezed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+            proptest::prop_assert_eq!(TextKey::of(&spaced), TextKey::of(&squeezed));
         }
     }
 

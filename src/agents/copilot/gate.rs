@@ -165,6 +165,19 @@ fn apply(state: &mut State, row: Row, tools: &ToolSets) {
 /// writes the file in batches, and may not have created it yet when the first stop's hook runs.
 pub const CATCH_UP: Duration = Duration::from_millis(2500);
 
+/// Whether waiting can help a log that failed to open: only when it does not exist yet and is
+/// where Copilot writes a session's log (`<COPILOT_HOME>/session-state/<id>/events.jsonl`, the
+/// `session-state` folder there). A FIFO, a folder, a device, a file that cannot be read, or a
+/// path anywhere else will not turn into Copilot's log by waiting: the gate answers at once.
+fn may_appear(events: &Path, err: &anyhow::Error) -> bool {
+    let missing = err
+        .chain()
+        .filter_map(|cause| cause.downcast_ref::<std::io::Error>())
+        .any(|io| io.kind() == std::io::ErrorKind::NotFound);
+    let session_state = events.parent().and_then(Path::parent);
+    missing && is_session_log(events) && session_state.is_some_and(Path::is_dir)
+}
+
 /// Reads what was appended to the session's events since the last check into `state`. With the
 /// stop's time (`stop_ms`), goes on reading until the newest row ends the turn
 /// (`assistant.turn_end`) or is as new as the stop, for at most `wait`; false when it never did.
@@ -184,7 +197,11 @@ pub fn collect(
     let mut file = loop {
         match state::open_log(events) {
             Ok(file) => break file,
-            Err(_) if stop_ms.is_some() && started.elapsed() < wait => nap(&mut pause),
+            Err(err)
+                if stop_ms.is_some() && started.elapsed() < wait && may_appear(events, &err) =>
+            {
+                nap(&mut pause)
+            }
             Err(err) => return Err(err),
         }
     };
@@ -399,7 +416,8 @@ mod tests {
     #[test]
     fn the_read_waits_for_events_copilot_has_not_written_yet() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("events.jsonl");
+        let path = dir.path().join("session-state/s1/events.jsonl");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         let tools = ToolSets::new(&GateConfig::default());
         let late = path.clone();
         let writer = std::thread::spawn(move || {
@@ -426,5 +444,48 @@ mod tests {
             collect(&mut State::fresh(), &missing, &tools, None, Duration::ZERO).is_err(),
             "without a stop time a missing file is an error at once"
         );
+    }
+
+    /// What waiting cannot turn into Copilot's log is answered at once, stop time or not: a
+    /// folder, a FIFO, a device, a missing file outside Copilot's session state, a session
+    /// folder that is not there.
+    #[test]
+    fn the_read_answers_at_once_when_waiting_cannot_help() {
+        let dir = tempfile::tempdir().unwrap();
+        let state_dir = dir.path().join("session-state");
+        std::fs::create_dir_all(state_dir.join("folder/events.jsonl")).unwrap();
+        std::fs::create_dir_all(state_dir.join("fifo")).unwrap();
+        let fifo = state_dir.join("fifo/events.jsonl");
+        #[cfg(unix)]
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let mut cases = vec![
+            state_dir.join("folder/events.jsonl"),
+            dir.path().join("elsewhere/events.jsonl"),
+            dir.path().join("session-state-not/s/events.jsonl"),
+            dir.path().join("no/session-state/s/events.jsonl"),
+            state_dir.join("s/other.jsonl"),
+        ];
+        if cfg!(unix) {
+            cases.push(fifo);
+            cases.push(PathBuf::from("/dev/null"));
+        }
+        let tools = ToolSets::new(&GateConfig::default());
+        for path in cases {
+            let started = Instant::now();
+            let read = collect(&mut State::fresh(), &path, &tools, Some(1), CATCH_UP);
+            assert!(read.is_err(), "{}", path.display());
+            assert!(
+                started.elapsed() < CATCH_UP / 2,
+                "{} waited {:?}",
+                path.display(),
+                started.elapsed()
+            );
+        }
     }
 }
