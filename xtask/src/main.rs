@@ -5,6 +5,7 @@ use std::process::ExitCode;
 mod action_install;
 mod bench_cli;
 mod bench_gate;
+mod bench_memory;
 mod bench_serve;
 mod corpus;
 mod e2e;
@@ -23,6 +24,9 @@ tasks:
   bench serve         the embedded memory server at 10,000 notes (and 100,000: --large N, 0 skips):
                       broad and narrow context_query, memory_store, start, memory, session-start
                       index, recall@5 on tests/retrieval/set.json
+  bench memory        search quality on notes cut from public projects' docs
+                      (tests/retrieval/projects.json): recall@1, recall@5 and MRR per kind of
+                      query, memloop against a textbook BM25, and the share answered `nothing matched well`
   fuzz [target...]    every parser of a user's file under generated inputs (1,200,000 by default;
                       --quick, --inputs N, --seed S, --bound-ms MS, --trace, --replay FILE, --list)
   corpus [dir]        sync/uninstall round trips over the real-world corpus (default ../shared/corpus)
@@ -48,6 +52,7 @@ fn main() -> ExitCode {
         (Some("bench"), Some("cli" | "doctor")) => bench_cli::run(&rest[1..]),
         (Some("bench"), Some("gate")) => bench_gate::run(&rest[1..]),
         (Some("bench"), Some("serve")) => bench_serve::run(&rest[1..]),
+        (Some("bench"), Some("memory")) => bench_memory::run(&rest[1..]),
         _ => {
             eprintln!("{USAGE}");
             return ExitCode::from(2);
