@@ -12,9 +12,9 @@ use anyhow::Context as _;
 use serde_json::{Value, json};
 
 use crate::config::Config;
-use crate::memory::record::{Note, Route};
+use crate::memory::record::{Note, Record, Route, Unreadable, read_all};
 use crate::memory::session::{self, session_text};
-use crate::memory::store::{Change, Store};
+use crate::memory::store::{Change, MEMLOOP_DIR, Store};
 
 #[derive(Debug, clap::Args)]
 pub struct MemoryArgs {
@@ -110,7 +110,29 @@ pub fn run(args: MemoryArgs) -> anyhow::Result<ExitCode> {
             } else {
                 store.routes.iter().collect()
             };
-            listing(format, &notes, &routes)
+            let unreadable = unreadable(&root);
+            let mut out = listing(format, &notes, &routes);
+            if format == Format::Json {
+                let mut answer: Value = serde_json::from_str(&out)?;
+                answer["unreadable"] = json!(
+                    unreadable
+                        .iter()
+                        .map(
+                            |(file, u)| json!({"file": file, "line": u.line, "column": u.column,
+                                                "problem": u.problem, "hint": u.hint})
+                        )
+                        .collect::<Vec<_>>()
+                );
+                out = format!("{}\n", serde_json::to_string_pretty(&answer)?);
+            }
+            for (file, u) in &unreadable {
+                eprintln!(
+                    "memloop memory: cannot read {file}:{}:{}: {}; {} (agents do not see it \
+                     until then; `memloop doctor` checks every note)",
+                    u.line, u.column, u.problem, u.hint
+                );
+            }
+            out
         }
         MemoryCommand::Search { query, limit } => {
             let query = query.join(" ");
@@ -152,6 +174,18 @@ pub fn run(args: MemoryArgs) -> anyhow::Result<ExitCode> {
         eprintln!("memloop memory: the cache was not written ({err:#}); nothing else is affected");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The note and route files memloop cannot read, by path relative to the repository.
+fn unreadable(root: &std::path::Path) -> Vec<(String, Unreadable)> {
+    let memory = root.join(MEMLOOP_DIR).join("memory");
+    let notes = read_all::<Note>(&memory.join(Note::FOLDER))
+        .into_iter()
+        .filter_map(|(id, read)| Some((Store::relative_path::<Note>(&id), read.err()?)));
+    let routes = read_all::<Route>(&memory.join(Route::FOLDER))
+        .into_iter()
+        .filter_map(|(id, read)| Some((Store::relative_path::<Route>(&id), read.err()?)));
+    notes.chain(routes).collect()
 }
 
 fn unknown(id: &str) -> ExitCode {

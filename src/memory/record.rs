@@ -6,7 +6,9 @@
 //! this build does not know are kept verbatim, so a reviewer's additions survive a forget.
 
 use std::fmt::Write as _;
+use std::path::Path;
 
+use crate::secrets::{Syntax, in_args};
 use saphyr::{LoadableYamlNode, MarkedYaml, Marker, Scalar, YamlData};
 
 /// What a note is about; the first two words of each are what the model picks from.
@@ -24,6 +26,57 @@ pub struct Note {
     /// Set when the note was forgotten: it stays on disk for `memory_restore`, out of every query.
     pub forgotten: Option<String>,
     pub extra: Vec<String>,
+}
+
+impl Note {
+    /// What in the note looks like a credential, if anything (see [`secret_in`]).
+    pub fn secret(&self) -> Option<String> {
+        secret_in(
+            std::iter::once(self.content.as_str())
+                .chain(self.tags.iter().map(String::as_str))
+                .chain(self.task_id.as_deref())
+                .chain(self.extra.iter().map(String::as_str)),
+        )
+    }
+}
+
+impl Route {
+    /// What in the route looks like a credential, if anything (see [`secret_in`]).
+    pub fn secret(&self) -> Option<String> {
+        secret_in(
+            [self.title.as_str(), self.description.as_str()]
+                .into_iter()
+                .chain(self.paths.iter().map(String::as_str))
+                .chain(self.extra.iter().map(String::as_str)),
+        )
+    }
+}
+
+/// The first thing in `texts` that looks like a credential, said the way the installer says it
+/// for a config value: a known token shape (`ghp_...`, `sk-...`, a JWT), a password in a URL,
+/// or `NAME=value` / `--flag=value` with a credential's name. Each word is looked at alone, so
+/// prose about a flag (`pass --token and the value`) is no finding; a placeholder
+/// (`API_KEY=<key>`, `TOKEN=${TOKEN}`) is none either.
+pub fn secret_in<'a>(texts: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    texts.into_iter().find_map(|text| {
+        text.split_whitespace().find_map(|word| {
+            let word = word.trim_matches(|c: char| {
+                matches!(
+                    c,
+                    '`' | '"' | '\'' | ',' | ';' | '(' | ')' | '[' | ']' | '<' | '>'
+                )
+            });
+            let word = word.trim_end_matches(['.', ':']);
+            let value = word.split_once('=').map_or(word, |(_, value)| value);
+            let placeholder = value.is_empty()
+                || value.starts_with(['<', '{', '$', '*', '.'])
+                || value.chars().all(|c| c == 'x' || c == 'X');
+            if word.contains('=') && placeholder {
+                return None;
+            }
+            in_args(&[word], Syntax::Dollar).map(|(_, problem)| problem)
+        })
+    })
 }
 
 /// Where something lives in the repository.
@@ -255,6 +308,56 @@ impl std::fmt::Display for Unreadable {
 }
 
 impl std::error::Error for Unreadable {}
+
+/// Every record file in `dir` (`<id>.md`, by id), read: the record, or what is wrong with the
+/// file and where. For the checks a person sees (`memloop doctor`, `memloop memory list`); the
+/// store keeps its own view.
+pub fn read_all<T: Record>(dir: &Path) -> Vec<(String, Result<T, Unreadable>)> {
+    let Ok(listing) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut ids: Vec<String> = listing
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter_map(|name| Some(name.strip_suffix(".md")?.to_owned()))
+        .filter(|id| !id.is_empty() && !id.starts_with('.'))
+        .collect();
+    ids.sort();
+    ids.into_iter()
+        .map(|id| {
+            let read = read_file(&dir.join(format!("{id}.md")));
+            (id, read)
+        })
+        .collect()
+}
+
+/// Reads one record's file: not UTF-8, or not a record, is an [`Unreadable`] with its place.
+pub fn read_file<T: Record>(path: &Path) -> Result<T, Unreadable> {
+    let bytes = std::fs::read(path).map_err(|err| {
+        Unreadable::new(
+            1,
+            1,
+            format!("could not read the file: {err}"),
+            "check its permissions",
+        )
+    })?;
+    let text = String::from_utf8(bytes).map_err(|err| {
+        let before = &err.as_bytes()[..err.utf8_error().valid_up_to()];
+        let line = before.iter().filter(|b| **b == b'\n').count() + 1;
+        let line_start = before
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |i| i + 1);
+        let column = String::from_utf8_lossy(&before[line_start..])
+            .chars()
+            .count()
+            + 1;
+        Unreadable::new(line, column, "not UTF-8 text", "save the file as UTF-8")
+    })?;
+    T::parse(&text).map_err(|err| match err.downcast::<Unreadable>() {
+        Ok(unreadable) => unreadable,
+        Err(other) => Unreadable::new(1, 1, format!("{other:#}"), "fix the file or delete it"),
+    })
+}
 
 /// A top-level field of the front matter as YAML reads it.
 struct Field {
@@ -667,6 +770,33 @@ mod tests {
             assert_eq!(Note::parse(&text).unwrap(), note, "{value:?}:\n{text}");
             assert_eq!(Note::parse(&text).unwrap().render(), text, "{value:?}");
         }
+    }
+
+    #[test]
+    fn credentials_are_found_in_prose_and_placeholders_are_not() {
+        for text in [
+            "push with ghp_abcdefghijklmnopqrstuvwxyz0123.",
+            "`API_KEY=abc123` in .env",
+            "see https://user:hunter2@host/x",
+            "run it as `tool --token=abc123`",
+            "the key is AKIAIOSFODNN7EXAMPLE",
+        ] {
+            assert!(secret_in([text]).is_some(), "{text}");
+        }
+        for text in [
+            "pass --token and the value from the vault",
+            "API_KEY=<your key> in .env",
+            "TOKEN=${TOKEN} and API_KEY=$API_KEY and KEY=...",
+            "NODE_ENV=production",
+            "the token lives in the vault entry ci/deploy",
+            "https://host/mcp?page=2",
+        ] {
+            assert_eq!(secret_in([text]), None, "{text}");
+        }
+        let mut note = seed_note();
+        assert_eq!(note.secret(), None);
+        note.tags.push("sk-abcdefghijklmnopqrstu".into());
+        assert!(note.secret().is_some());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotation
 use serde_json::{Value, json};
 
 use super::args::Args;
-use crate::memory::record::{CATEGORIES, Note, Route};
+use crate::memory::record::{CATEGORIES, Note, Route, secret_in};
 use crate::memory::store::{Change, NewNote, RouteFields, Store};
 
 /// A note holds one fact and its reason; past this it is several notes or a document.
@@ -200,6 +200,13 @@ pub fn call(store: &mut Store, name: &str, args: &JsonObject) -> Result<Value, S
         }
         "memory_store" => {
             let new = store_args(args)?;
+            let texts = [new.content.as_str()]
+                .into_iter()
+                .chain(new.tags.iter().map(String::as_str))
+                .chain(new.task_id.as_deref());
+            if let Some(problem) = secret_in(texts) {
+                return Err(secret_refused(name, &problem));
+            }
             let id = store.store_note(new).map_err(failed)?;
             Ok(json!({"id": id, "file": Store::relative_path::<Note>(&id)}))
         }
@@ -221,6 +228,7 @@ pub fn call(store: &mut Store, name: &str, args: &JsonObject) -> Result<Value, S
             let mut a = Args::new(args, &["title", "description", "paths"]);
             let fields = route_args(&mut a, true);
             a.finish(name)?;
+            refuse_secrets(name, &fields)?;
             let id = store
                 .create_route(
                     fields.title.unwrap_or_default(),
@@ -242,11 +250,33 @@ pub fn call(store: &mut Store, name: &str, args: &JsonObject) -> Result<Value, S
                 a.problem("give at least one of title, description, paths".into());
             }
             a.finish(name)?;
+            refuse_secrets(name, &fields)?;
             let id = id.unwrap_or_default();
             let route = store.update_route(&id, fields).map_err(failed)?;
             Ok(json!({"id": id, "route": route_json(&id, &route)}))
         }
         _ => Err(format!("{name}: no such tool")),
+    }
+}
+
+/// Notes and routes are committed and read by every agent that queries the memory: a credential
+/// in one is refused before anything is written.
+fn secret_refused(tool: &str, problem: &str) -> String {
+    format!(
+        "{tool}: refused, nothing was stored: the text holds {problem}, and notes are committed \
+         to the repository and read by every agent. Store where the secret lives instead (the \
+         variable's or the vault entry's name), never its value, and call {tool} again."
+    )
+}
+
+fn refuse_secrets(tool: &str, fields: &RouteFields) -> Result<(), String> {
+    let texts = [fields.title.as_deref(), fields.description.as_deref()]
+        .into_iter()
+        .flatten()
+        .chain(fields.paths.iter().flatten().map(String::as_str));
+    match secret_in(texts) {
+        Some(problem) => Err(secret_refused(tool, &problem)),
+        None => Ok(()),
     }
 }
 
