@@ -550,3 +550,52 @@ async fn a_credential_is_never_stored() {
     close(server).await;
     assert_eq!(repo.note_files().len(), 1);
 }
+
+#[tokio::test]
+async fn every_answer_says_how_well_it_matched() {
+    let repo = Repo::new();
+    let server = connect(repo.path()).await;
+    ok(
+        &server,
+        "memory_store",
+        json!({"content": MONDAY, "category": "gotchas", "importance": 7,
+               "tags": ["shop", "checkout", "vat"]}),
+    )
+    .await;
+    ok(
+        &server,
+        "memory_store",
+        json!({"content": "Stripe webhooks must be verified with the raw request body.",
+               "category": "gotchas", "importance": 6, "tags": ["stripe", "webhooks"]}),
+    )
+    .await;
+    let good = ok(
+        &server,
+        "context_query",
+        json!({"query": "spanish vat rounding"}),
+    )
+    .await;
+    let relevance = good["notes"][0]["relevance"].as_f64().unwrap();
+    assert!(relevance >= 0.3, "{good}");
+    assert!(good.get("hint").is_none(), "{good}");
+    // A word or two in common with a note, the rest about something else.
+    let weak = ok(
+        &server,
+        "context_query",
+        json!({"query": "sourdough bread starter recipe for the line cook"}),
+    )
+    .await;
+    assert!(!weak["notes"].as_array().unwrap().is_empty(), "{weak}");
+    assert!(
+        weak["notes"][0]["relevance"].as_f64().unwrap() < 0.3,
+        "{weak}"
+    );
+    assert!(
+        weak["hint"]
+            .as_str()
+            .unwrap()
+            .starts_with("Nothing matched well"),
+        "{weak}"
+    );
+    close(server).await;
+}

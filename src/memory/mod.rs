@@ -8,6 +8,7 @@
 //! (ranking) and `session` (the session-start index).
 
 pub mod ids;
+pub mod index;
 pub mod record;
 pub mod search;
 pub mod session;

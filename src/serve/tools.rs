@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::args::Args;
 use crate::memory::record::{CATEGORIES, Note, Route, secret_in};
+use crate::memory::search::matched_well;
 use crate::memory::store::{Change, NewNote, RouteFields, Store};
 
 /// A note holds one fact and its reason; past this it is several notes or a document.
@@ -39,8 +40,8 @@ pub fn list() -> Vec<Tool> {
         tool(
             "context_query",
             "Look up the memory store before exploring or working on anything you don't already \
-             know. Returns the best notes (id, content, category, importance, tags) and the \
-             routes to the files involved.",
+             know. Returns the best notes (with a relevance from 0 to 1) and the routes to the \
+             files involved; a hint says when nothing matched well.",
             json!({
                 "type": "object",
                 "properties": {
@@ -166,17 +167,20 @@ pub fn call(store: &mut Store, name: &str, args: &JsonObject) -> Result<Value, S
         "context_query" => {
             let (query, limit) = query_args(args, name)?;
             store.refresh().map_err(failed)?;
-            let notes: Vec<Value> = store
-                .notes
-                .answer(&query, limit)
+            let found = store.answer_notes(&query, limit);
+            let best = found.first().map_or(0.0, |f| f.relevance);
+            let notes: Vec<Value> = found
                 .iter()
-                .map(|(id, note)| note_json(id, note))
+                .map(|found| {
+                    let mut note = note_json(&found.id, &found.record);
+                    note["relevance"] = json!((found.relevance * 100.0).round() / 100.0);
+                    note
+                })
                 .collect();
             let routes: Vec<Value> = store
-                .routes
-                .answer(&query, ROUTES_WITH_CONTEXT)
+                .answer_routes(&query, ROUTES_WITH_CONTEXT)
                 .iter()
-                .map(|(id, route)| route_json(id, route))
+                .map(|found| route_json(&found.id, &found.record))
                 .collect();
             let mut answer = json!({"notes": notes, "routes": routes});
             if notes.is_empty() {
@@ -184,6 +188,12 @@ pub fn call(store: &mut Store, name: &str, args: &JsonObject) -> Result<Value, S
                     "No stored note matches. Once you have worked it out, memory_store what you \
                      learned and why."
                 );
+            } else if !matched_well(best) {
+                answer["hint"] = json!(format!(
+                    "Nothing matched well (best relevance {best:.2} of 1): these notes share few \
+                     of the query's words and are likely about something else. Try other words; \
+                     once you have worked it out, memory_store what you learned and why."
+                ));
             }
             Ok(answer)
         }
@@ -191,10 +201,9 @@ pub fn call(store: &mut Store, name: &str, args: &JsonObject) -> Result<Value, S
             let (query, limit) = query_args(args, name)?;
             store.refresh().map_err(failed)?;
             let routes: Vec<Value> = store
-                .routes
-                .answer(&query, limit)
+                .answer_routes(&query, limit)
                 .iter()
-                .map(|(id, route)| route_json(id, route))
+                .map(|found| route_json(&found.id, &found.record))
                 .collect();
             Ok(json!({"routes": routes}))
         }

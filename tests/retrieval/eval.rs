@@ -2,8 +2,8 @@
 //! in process, on the same notes. Shared by `cargo xtask bench memory` (which prints the figures)
 //! and tests/memory_retrieval.rs (which holds them to their floors).
 //!
-//! memloop's side is the memory's own search: the notes' `index_texts` and `boost`, the search
-//! index, `query_terms`, and `relevance` on the best hit. The textbook side is BM25 as a textbook
+//! memloop's side is the memory's own store and search, relevance and all, in a throw-away
+//! repository. The textbook side is BM25 as a textbook
 //! has it: k1 1.2, b 0.75, the note's texts lowercased and split at anything not a letter or a
 //! digit, no stemming, no stop words, no boost.
 
@@ -12,8 +12,9 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use memloop::memory::record::{Note, Record};
-use memloop::memory::search::{self, Index};
+use memloop::memory::record::Note;
+use memloop::memory::search;
+use memloop::memory::store::{NewNote, Store};
 use serde_json::Value;
 
 /// How many hits an answer holds (context_query's default).
@@ -115,7 +116,7 @@ impl Report {
     }
 }
 
-fn score(set: &Set, answer: impl Fn(&str) -> Answer) -> Report {
+fn score(set: &Set, mut answer: impl FnMut(&str) -> Answer) -> Report {
     let mut sums: BTreeMap<String, Figures> = BTreeMap::new();
     let mut misses = Vec::new();
     let mut relevances = Vec::new();
@@ -177,42 +178,33 @@ fn score(set: &Set, answer: impl Fn(&str) -> Answer) -> Report {
     }
 }
 
-/// memloop's search over the set's notes.
+/// memloop's search over the set's notes: stored through the memory's own store in a throw-away
+/// repository, queried the way `context_query` queries it.
 pub fn memloop(set: &Set) -> Report {
-    let mut index = Index::default();
-    let mut df: HashMap<String, f64> = HashMap::new();
-    let mut boosts: HashMap<String, f64> = HashMap::new();
+    let repo = tempfile::Builder::new()
+        .prefix("memloop-retrieval-")
+        .tempdir()
+        .expect("a temporary folder");
+    std::fs::create_dir(repo.path().join(".git")).expect("a repository");
+    let mut store = Store::open(repo.path()).expect("the store opens");
+    let mut keys: HashMap<String, String> = HashMap::new();
     for (key, note) in &set.notes {
-        index.insert(key, &note.index_texts(), note.boost());
-        boosts.insert(key.clone(), note.boost());
-        let mut seen = HashSet::new();
-        for (text, _) in note.index_texts() {
-            search::tokenize(text, |t| {
-                seen.insert(t.to_owned());
-            });
-        }
-        for term in seen {
-            *df.entry(term).or_default() += 1.0;
-        }
+        let id = store
+            .store_note(NewNote {
+                content: note.content.clone(),
+                category: note.category.clone(),
+                importance: note.importance,
+                tags: note.tags.clone(),
+                task_id: None,
+            })
+            .expect("the note is stored");
+        keys.insert(id, key.clone());
     }
-    let live = set.notes.len() as f64;
     score(set, |text| {
-        let mut hits: Vec<(String, f64)> = index
-            .top(&search::query_terms(text), ANSWER)
-            .into_iter()
-            .map(|(slot, s)| (index.key(slot).to_owned(), s))
-            .collect();
-        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        hits.truncate(ANSWER);
-        let idfs: Vec<f64> = search::asked_terms(text)
-            .iter()
-            .map(|t| search::idf(live, df.get(t).copied().unwrap_or(0.0)))
-            .collect();
-        let best = hits
-            .first()
-            .map_or(0.0, |(key, s)| search::relevance(s / boosts[key], &idfs));
+        let found = store.answer_notes(text, ANSWER);
+        let best = found.first().map_or(0.0, |f| f.relevance);
         Answer {
-            keys: hits.into_iter().map(|(k, _)| k).collect(),
+            keys: found.iter().map(|f| keys[&f.id].clone()).collect(),
             weak: !search::matched_well(best),
             relevance: Some(best),
         }
