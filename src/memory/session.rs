@@ -257,7 +257,18 @@ fn index_from(
 
 /// The first clause of `text` on one line, at most [`TITLE_BYTES`] long.
 pub fn title(text: &str) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    // The title lies in the first few hundred bytes: a clause found later is cut to
+    // TITLE_BYTES all the same, so the rest of a long note is never looked at.
+    let mut flat = String::new();
+    for word in text.split_whitespace() {
+        if flat.len() > 4 * TITLE_BYTES {
+            break;
+        }
+        if !flat.is_empty() {
+            flat.push(' ');
+        }
+        flat.push_str(word);
+    }
     let flat = flat.trim_start_matches(['#', '-', '*', '>', ' ']);
     let mut end = flat.len();
     for boundary in ["; ", ". ", ": ", " - ", " (", "? ", "! "] {
