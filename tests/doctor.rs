@@ -239,6 +239,8 @@ struct Expect {
     #[serde(default)]
     line: Option<u64>,
     #[serde(default)]
+    column: Option<u64>,
+    #[serde(default)]
     drift: Option<String>,
     #[serde(default)]
     fix: Option<String>,
@@ -259,6 +261,9 @@ impl Expect {
             && self
                 .line
                 .is_none_or(|v| finding.get("line").and_then(Value::as_u64) == Some(v))
+            && self
+                .column
+                .is_none_or(|v| finding.get("column").and_then(Value::as_u64) == Some(v))
             && self.drift.as_deref().is_none_or(|v| s("drift") == v)
             && self.fix.as_deref().is_none_or(|v| s("fix").contains(v))
             && self.diff.as_deref().is_none_or(|v| s("diff").contains(v))

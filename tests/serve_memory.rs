@@ -543,3 +543,120 @@ fn a_note_cannot_drive_the_terminal_or_forge_a_line() {
         clean(agent, text);
     }
 }
+
+#[test]
+fn a_note_memloop_cannot_read_is_named_with_its_line_and_column() {
+    let repo = Repo::new();
+    write_note(
+        &repo,
+        "n-20261201-000000-aaaaaa",
+        "gotchas",
+        6,
+        "2026-12-01T00:00:00.000Z",
+        "Fine.",
+    );
+    fs::write(
+        repo.notes_dir().join("n-20261201-000001-bbbbbb.md"),
+        "---\ncategory: gotchas\nimportance: 6\ntags: [a, b\ncreated: 2026-12-01T00:00:01.000Z\n---\nBroken by hand.\n",
+    )
+    .unwrap();
+    let output = memloop(repo.path(), &["memory", "list"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("n-20261201-000000-aaaaaa"));
+    let said = stderr(&output);
+    assert!(
+        said.contains(".memloop/memory/notes/n-20261201-000001-bbbbbb.md:5:8:"),
+        "{said}"
+    );
+    let listed = json_of(repo.path(), &["memory", "list", "--format", "json"]);
+    assert_eq!(listed["unreadable"][0]["line"], 5, "{listed}");
+    assert_eq!(listed["notes"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_credential_is_never_stored() {
+    let repo = Repo::new();
+    let server = connect(repo.path()).await;
+    for content in [
+        "The deploy uses ghp_abcdefghijklmnopqrstuvwxyz0123 to push tags.",
+        "Staging: DATABASE_PASSWORD=hunter22 in the runner's env.",
+        "The mirror is https://deploy:s3cr3t@mirror.example.com/repo.git",
+    ] {
+        let message = err(
+            &server,
+            "memory_store",
+            json!({"content": content, "category": "context", "importance": 5, "tags": ["a", "b"]}),
+        )
+        .await;
+        assert!(message.contains("refused, nothing was stored"), "{message}");
+        assert!(message.contains("never its value"), "{message}");
+    }
+    let message = err(
+        &server,
+        "create_route",
+        json!({"title": "deploy", "description": "token sk-abcdefghijklmnopqrstu lives here",
+               "paths": ["deploy/"]}),
+    )
+    .await;
+    assert!(message.contains("refused"), "{message}");
+    assert!(repo.note_files().is_empty());
+    // Saying where a secret lives is what a note should do.
+    ok(
+        &server,
+        "memory_store",
+        json!({"content": "The deploy token is DEPLOY_TOKEN=${DEPLOY_TOKEN}, from the vault entry ci/deploy; pass it with --token.",
+               "category": "context", "importance": 5, "tags": ["deploy", "token"]}),
+    )
+    .await;
+    close(server).await;
+    assert_eq!(repo.note_files().len(), 1);
+}
+
+#[tokio::test]
+async fn every_answer_says_how_well_it_matched() {
+    let repo = Repo::new();
+    let server = connect(repo.path()).await;
+    ok(
+        &server,
+        "memory_store",
+        json!({"content": MONDAY, "category": "gotchas", "importance": 7,
+               "tags": ["shop", "checkout", "vat"]}),
+    )
+    .await;
+    ok(
+        &server,
+        "memory_store",
+        json!({"content": "Stripe webhooks must be verified with the raw request body.",
+               "category": "gotchas", "importance": 6, "tags": ["stripe", "webhooks"]}),
+    )
+    .await;
+    let good = ok(
+        &server,
+        "context_query",
+        json!({"query": "spanish vat rounding"}),
+    )
+    .await;
+    let relevance = good["notes"][0]["relevance"].as_f64().unwrap();
+    assert!(relevance >= 0.3, "{good}");
+    assert!(good.get("hint").is_none(), "{good}");
+    // A word or two in common with a note, the rest about something else.
+    let weak = ok(
+        &server,
+        "context_query",
+        json!({"query": "sourdough bread starter recipe for the line cook"}),
+    )
+    .await;
+    assert!(!weak["notes"].as_array().unwrap().is_empty(), "{weak}");
+    assert!(
+        weak["notes"][0]["relevance"].as_f64().unwrap() < 0.3,
+        "{weak}"
+    );
+    assert!(
+        weak["hint"]
+            .as_str()
+            .unwrap()
+            .starts_with("Nothing matched well"),
+        "{weak}"
+    );
+    close(server).await;
+}

@@ -8,7 +8,7 @@ use super::{Repo, use_color};
 use crate::agents::{self, Agent};
 use crate::doctor::{
     self, AgentStatus, Doctor, Finding, Group, Options, Report, drift, format, instructions, live,
-    probe, wiring,
+    notes, probe, wiring,
 };
 use crate::engine::Mode;
 use crate::engine::apply::apply;
@@ -194,6 +194,7 @@ pub fn examine(repo: &Repo, options: &Options) -> Report {
         agent.check(&mut d);
     }
     doctor::upgrade(&mut d, upgrade::pending(repo, &agents::migrations()));
+    notes::check(&mut d);
     if options.live {
         for agent in &enabled {
             let found = d.agent(agent.id()).clone();

@@ -12,9 +12,9 @@ use anyhow::Context as _;
 use serde_json::{Value, json};
 
 use crate::config::Config;
-use crate::memory::record::{Note, Route};
+use crate::memory::record::{Note, Record, Route, Unreadable, read_all};
 use crate::memory::session::{self, session_text};
-use crate::memory::store::{Change, Store};
+use crate::memory::store::{Change, MEMLOOP_DIR, Store};
 use crate::text::{Lines, printable};
 
 #[derive(Debug, clap::Args)]
@@ -119,10 +119,32 @@ pub fn run(args: MemoryArgs) -> anyhow::Result<ExitCode> {
                     .filter_map(|(id, _)| store.routes.get(&id).map(|route| (id, route)))
                     .collect()
             };
+            let unreadable = unreadable(&root);
             let notes: Vec<(&str, &Note)> = notes.iter().map(|(id, n)| (id.as_str(), n)).collect();
             let routes: Vec<(&str, &Route)> =
                 routes.iter().map(|(id, r)| (id.as_str(), r)).collect();
-            listing(format, &notes, &routes)
+            let mut out = listing(format, &notes, &routes);
+            if format == Format::Json {
+                let mut answer: Value = serde_json::from_str(&out)?;
+                answer["unreadable"] = json!(
+                    unreadable
+                        .iter()
+                        .map(
+                            |(file, u)| json!({"file": file, "line": u.line, "column": u.column,
+                                                "problem": u.problem, "hint": u.hint})
+                        )
+                        .collect::<Vec<_>>()
+                );
+                out = format!("{}\n", serde_json::to_string_pretty(&answer)?);
+            }
+            for (file, u) in &unreadable {
+                eprintln!(
+                    "memloop memory: cannot read {file}:{}:{}: {}; {} (agents do not see it \
+                     until then; `memloop doctor` checks every note)",
+                    u.line, u.column, u.problem, u.hint
+                );
+            }
+            out
         }
         MemoryCommand::Search { query, limit } => {
             let query = query.join(" ");
@@ -166,6 +188,18 @@ pub fn run(args: MemoryArgs) -> anyhow::Result<ExitCode> {
         Format::Table => print!("{}", printable(&out, Lines::Keep)),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The note and route files memloop cannot read, by path relative to the repository.
+fn unreadable(root: &std::path::Path) -> Vec<(String, Unreadable)> {
+    let memory = root.join(MEMLOOP_DIR).join("memory");
+    let notes = read_all::<Note>(&memory.join(Note::FOLDER))
+        .into_iter()
+        .filter_map(|(id, read)| Some((Store::relative_path::<Note>(&id), read.err()?)));
+    let routes = read_all::<Route>(&memory.join(Route::FOLDER))
+        .into_iter()
+        .filter_map(|(id, read)| Some((Store::relative_path::<Route>(&id), read.err()?)));
+    notes.chain(routes).collect()
 }
 
 fn unknown(id: &str) -> ExitCode {

@@ -97,6 +97,9 @@ pub struct Finding {
     pub file: Option<String>,
     /// 1-based line in `file`.
     pub line: Option<usize>,
+    /// 1-based column on `line`, where the check knows it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<usize>,
     pub message: String,
     /// The command or edit that fixes it.
     pub fix: Option<String>,
@@ -125,6 +128,7 @@ impl Finding {
             agent,
             file: None,
             line: None,
+            column: None,
             message: message.into(),
             fix: None,
             drift: None,
@@ -160,6 +164,14 @@ impl Finding {
         self
     }
 
+    /// At `file:line:col`.
+    pub fn at_column(mut self, file: impl Into<String>, line: usize, column: usize) -> Finding {
+        self.file = Some(file.into());
+        self.line = Some(line);
+        self.column = Some(column);
+        self
+    }
+
     pub fn fix(mut self, fix: impl Into<String>) -> Finding {
         self.fix = Some(fix.into());
         self
@@ -174,9 +186,10 @@ impl Finding {
 
     pub fn location(&self) -> Option<String> {
         let file = self.file.as_ref()?;
-        Some(match self.line {
-            Some(line) => format!("{file}:{line}"),
-            None => file.clone(),
+        Some(match (self.line, self.column) {
+            (Some(line), Some(column)) => format!("{file}:{line}:{column}"),
+            (Some(line), None) => format!("{file}:{line}"),
+            (None, _) => file.clone(),
         })
     }
 }

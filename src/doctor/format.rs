@@ -224,6 +224,9 @@ pub fn github(report: &Report, strict: bool) -> String {
             if let Some(line) = finding.line {
                 properties.push(format!("line={line}"));
             }
+            if let Some(column) = finding.column {
+                properties.push(format!("col={column}"));
+            }
         }
         properties.push(format!(
             "title={}",

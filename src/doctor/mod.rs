@@ -5,12 +5,12 @@
 //! Rooms: `finding` (what is reported) and `format` (text, json, github), `drift` (each
 //! fragment memloop owns), `instructions` (the rules each agent reads), `wiring` (the gate's
 //! binary and secrets), `live` (running the real agents) and `probe` (talking MCP to the memory
-//! server). Each agent's own whole-file and live checks live with the agent
+//! server), `notes` (the memory's committed notes and routes). Each agent's own whole-file and live checks live with the agent
 //! (`agents::<agent>::{doctor, live}`); `commands::doctor` runs them all.
 //!
 //! Check ids (`<group>.<check>`, stable; the same id reports `ok` when the check passes):
 //! - memloop: `config`, `plan`, `drift` (files several agents read), `parse`, `agents-link`,
-//!   `on-path`, `version`, `upgrade`, `server-probe` (`--live`)
+//!   `on-path`, `version`, `upgrade`, `notes`, `note-secrets`, `server-probe` (`--live`)
 //! - every agent: `installed`, `drift`, `parse`, `instructions`, `secrets`, `live` (`--live`)
 //! - claude: `settings-json`, `hooks-schema`, `hook-events`, `disable-all-hooks`, `mcp-type`,
 //!   `approval`, `import`
@@ -28,6 +28,7 @@ pub mod format;
 pub mod instructions;
 pub mod live;
 pub mod locate;
+pub mod notes;
 pub mod probe;
 pub mod wiring;
 

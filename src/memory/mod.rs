@@ -13,6 +13,7 @@ pub mod record;
 pub mod search;
 pub mod session;
 pub mod store;
+mod synonyms;
 
 use std::path::PathBuf;
 

@@ -6,8 +6,10 @@
 //! this build does not know are kept verbatim, so a reviewer's additions survive a forget.
 
 use std::fmt::Write as _;
+use std::path::Path;
 
-use anyhow::{Context, bail};
+use crate::secrets::{Syntax, in_args};
+use saphyr::{LoadableYamlNode, MarkedYaml, Marker, Scalar, YamlData};
 
 use super::session::title;
 
@@ -26,6 +28,57 @@ pub struct Note {
     /// Set when the note was forgotten: it stays on disk for `memory_restore`, out of every query.
     pub forgotten: Option<String>,
     pub extra: Vec<String>,
+}
+
+impl Note {
+    /// What in the note looks like a credential, if anything (see [`secret_in`]).
+    pub fn secret(&self) -> Option<String> {
+        secret_in(
+            std::iter::once(self.content.as_str())
+                .chain(self.tags.iter().map(String::as_str))
+                .chain(self.task_id.as_deref())
+                .chain(self.extra.iter().map(String::as_str)),
+        )
+    }
+}
+
+impl Route {
+    /// What in the route looks like a credential, if anything (see [`secret_in`]).
+    pub fn secret(&self) -> Option<String> {
+        secret_in(
+            [self.title.as_str(), self.description.as_str()]
+                .into_iter()
+                .chain(self.paths.iter().map(String::as_str))
+                .chain(self.extra.iter().map(String::as_str)),
+        )
+    }
+}
+
+/// The first thing in `texts` that looks like a credential, said the way the installer says it
+/// for a config value: a known token shape (`ghp_...`, `sk-...`, a JWT), a password in a URL,
+/// or `NAME=value` / `--flag=value` with a credential's name. Each word is looked at alone, so
+/// prose about a flag (`pass --token and the value`) is no finding; a placeholder
+/// (`API_KEY=<key>`, `TOKEN=${TOKEN}`) is none either.
+pub fn secret_in<'a>(texts: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    texts.into_iter().find_map(|text| {
+        text.split_whitespace().find_map(|word| {
+            let word = word.trim_matches(|c: char| {
+                matches!(
+                    c,
+                    '`' | '"' | '\'' | ',' | ';' | '(' | ')' | '[' | ']' | '<' | '>'
+                )
+            });
+            let word = word.trim_end_matches(['.', ':']);
+            let value = word.split_once('=').map_or(word, |(_, value)| value);
+            let placeholder = value.is_empty()
+                || value.starts_with(['<', '{', '$', '*', '.'])
+                || value.chars().all(|c| c == 'x' || c == 'X');
+            if word.contains('=') && placeholder {
+                return None;
+            }
+            in_args(&[word], Syntax::Dollar).map(|(_, problem)| problem)
+        })
+    })
 }
 
 /// Where something lives in the repository.
@@ -83,26 +136,39 @@ impl Record for Note {
             forgotten: None,
             extra: Vec::new(),
         };
-        for (line, key, value) in doc.fields {
-            let at = || format!("front matter line {line} ({key})");
-            match key.as_str() {
-                "category" => note.category = scalar(&value).with_context(at)?,
-                "importance" => {
-                    note.importance = value
-                        .parse::<u8>()
-                        .ok()
-                        .filter(|n| (1..=10).contains(n))
-                        .with_context(|| format!("{}: want 1 to 10, got {value:?}", at()))?
-                }
-                "tags" => note.tags = list(&value).with_context(at)?,
-                "task_id" => note.task_id = Some(scalar(&value).with_context(at)?),
-                "created" => note.created = scalar(&value).with_context(at)?,
-                "forgotten" => note.forgotten = Some(scalar(&value).with_context(at)?),
-                _ => note.extra.push(format!("{key}: {value}")),
+        for field in doc.fields {
+            match field.key.as_str() {
+                "category" => note.category = field.text()?,
+                "importance" => note.importance = field.importance()?,
+                "tags" => note.tags = field.list()?,
+                "task_id" => note.task_id = Some(field.text()?),
+                "created" => note.created = field.text()?,
+                "forgotten" => note.forgotten = Some(field.text()?),
+                _ => note.extra.push(field.raw),
             }
         }
-        if note.category.is_empty() || note.importance == 0 || note.created.is_empty() {
-            bail!("front matter needs category, importance and created");
+        let missing: Vec<&str> = [
+            (
+                "category: <one of decisions, gotchas, patterns, context>",
+                note.category.is_empty(),
+            ),
+            ("importance: <1 to 10>", note.importance == 0),
+            (
+                "created: <a timestamp like 2026-11-30T09:55:01.123Z>",
+                note.created.is_empty(),
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(field, missing)| missing.then_some(field))
+        .collect();
+        if !missing.is_empty() {
+            return Err(Unreadable::new(
+                1,
+                1,
+                "the front matter lacks a field a note needs",
+                format!("add {}", missing.join(", ")),
+            )
+            .into());
         }
         Ok(note)
     }
@@ -172,18 +238,24 @@ impl Record for Route {
             updated: None,
             extra: Vec::new(),
         };
-        for (line, key, value) in doc.fields {
-            let at = || format!("front matter line {line} ({key})");
-            match key.as_str() {
-                "title" => route.title = scalar(&value).with_context(at)?,
-                "paths" => route.paths = list(&value).with_context(at)?,
-                "created" => route.created = scalar(&value).with_context(at)?,
-                "updated" => route.updated = Some(scalar(&value).with_context(at)?),
-                _ => route.extra.push(format!("{key}: {value}")),
+        for field in doc.fields {
+            match field.key.as_str() {
+                "title" => route.title = field.text()?,
+                "paths" => route.paths = field.list()?,
+                "created" => route.created = field.text()?,
+                "updated" => route.updated = Some(field.text()?),
+                _ => route.extra.push(field.raw),
             }
         }
         if route.title.is_empty() || route.created.is_empty() {
-            bail!("front matter needs title and created");
+            return Err(Unreadable::new(
+                1,
+                1,
+                "the front matter lacks a field a route needs",
+                "a route needs title: <a few words> and created: <a timestamp like \
+                 2026-11-30T09:55:01.123Z>",
+            )
+            .into());
         }
         Ok(route)
     }
@@ -238,43 +310,294 @@ impl Record for Route {
     }
 }
 
+/// Why a record's file cannot be read, and where (1-based line and column in the file), with
+/// what to do about it. `memloop doctor` reports it as `file:line:col`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    pub line: usize,
+    pub column: usize,
+    pub problem: String,
+    pub hint: String,
+}
+
+impl Unreadable {
+    fn new(
+        line: usize,
+        column: usize,
+        problem: impl Into<String>,
+        hint: impl Into<String>,
+    ) -> Self {
+        Unreadable {
+            line,
+            column,
+            problem: problem.into(),
+            hint: hint.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line {}, column {}: {}; {}",
+            self.line, self.column, self.problem, self.hint
+        )
+    }
+}
+
+impl std::error::Error for Unreadable {}
+
+/// Every record file in `dir` (`<id>.md`, by id), read: the record, or what is wrong with the
+/// file and where. For the checks a person sees (`memloop doctor`, `memloop memory list`); the
+/// store keeps its own view.
+pub fn read_all<T: Record>(dir: &Path) -> Vec<(String, Result<T, Unreadable>)> {
+    let Ok(listing) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut ids: Vec<String> = listing
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter_map(|name| Some(name.strip_suffix(".md")?.to_owned()))
+        .filter(|id| !id.is_empty() && !id.starts_with('.'))
+        .collect();
+    ids.sort();
+    ids.into_iter()
+        .map(|id| {
+            let read = read_file(&dir.join(format!("{id}.md")));
+            (id, read)
+        })
+        .collect()
+}
+
+/// Reads one record's file: not UTF-8, or not a record, is an [`Unreadable`] with its place.
+pub fn read_file<T: Record>(path: &Path) -> Result<T, Unreadable> {
+    let bytes = std::fs::read(path).map_err(|err| {
+        Unreadable::new(
+            1,
+            1,
+            format!("could not read the file: {err}"),
+            "check its permissions",
+        )
+    })?;
+    let text = String::from_utf8(bytes).map_err(|err| {
+        let before = &err.as_bytes()[..err.utf8_error().valid_up_to()];
+        let line = before.iter().filter(|b| **b == b'\n').count() + 1;
+        let line_start = before
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |i| i + 1);
+        let column = String::from_utf8_lossy(&before[line_start..])
+            .chars()
+            .count()
+            + 1;
+        Unreadable::new(line, column, "not UTF-8 text", "save the file as UTF-8")
+    })?;
+    T::parse(&text).map_err(|err| match err.downcast::<Unreadable>() {
+        Ok(unreadable) => unreadable,
+        Err(other) => Unreadable::new(1, 1, format!("{other:#}"), "fix the file or delete it"),
+    })
+}
+
+/// A top-level field of the front matter as YAML reads it.
+struct Field {
+    key: String,
+    /// Where the value starts (1-based, in the file), for errors about it.
+    line: usize,
+    column: usize,
+    value: FieldValue,
+    /// The field's lines as written, comments inside it included: kept verbatim when this
+    /// build does not know the key.
+    raw: String,
+}
+
+enum FieldValue {
+    /// Empty (`key:` or `key: ~`).
+    Null,
+    /// A scalar as its text: a quoted string's value, a plain scalar as written (`0x1F` stays
+    /// `0x1F`, not 31).
+    Text(String),
+    List(Vec<String>),
+    /// A mapping, or a list holding one.
+    Nested,
+}
+
+impl Field {
+    fn error(&self, problem: String, hint: &str) -> Unreadable {
+        Unreadable::new(
+            self.line,
+            self.column,
+            format!("{}: {problem}", self.key),
+            hint,
+        )
+    }
+
+    fn text(&self) -> Result<String, Unreadable> {
+        match &self.value {
+            FieldValue::Text(text) => Ok(text.clone()),
+            FieldValue::Null => Err(self.error("is empty".into(), "give it a value")),
+            FieldValue::List(_) | FieldValue::Nested => Err(self.error(
+                "want a single value, got a list or a mapping".into(),
+                "write it on one line as `key: value`",
+            )),
+        }
+    }
+
+    fn importance(&self) -> Result<u8, Unreadable> {
+        let text = self.text()?;
+        text.parse::<u8>()
+            .ok()
+            .filter(|n| (1..=10).contains(n))
+            .ok_or_else(|| {
+                self.error(
+                    format!("want a whole number from 1 to 10, got {text:?}"),
+                    "most notes are 4 to 6",
+                )
+            })
+    }
+
+    /// A list in either style (`[a, b]` or one `- a` per line); one value reads as a list of one.
+    fn list(&self) -> Result<Vec<String>, Unreadable> {
+        match &self.value {
+            FieldValue::List(items) => Ok(items.clone()),
+            FieldValue::Text(text) => Ok(vec![text.clone()]),
+            FieldValue::Null => Ok(Vec::new()),
+            FieldValue::Nested => Err(self.error(
+                "want a list of words, got a mapping".into(),
+                "write it as `[a, b]` or one `- item` per line",
+            )),
+        }
+    }
+}
+
 struct FrontMatter {
-    /// (line number, key, raw value)
-    fields: Vec<(usize, String, String)>,
+    fields: Vec<Field>,
     body: String,
 }
 
+const YAML_HINT: &str = "fix the YAML between the `---` lines: quote a value that holds `: ` or \
+                         ` #`, or starts with one of `[{&*!|>'\"%@`";
+
 impl FrontMatter {
-    fn split(text: &str) -> anyhow::Result<FrontMatter> {
+    /// The fields between the `---` lines, read as YAML, and the body after them.
+    fn split(text: &str) -> Result<FrontMatter, Unreadable> {
         // A checkout with autocrlf turns the files into CRLF; read them the same.
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let mut lines = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l));
         if lines.next() != Some("---") {
-            bail!("line 1: expected `---` opening the front matter");
+            return Err(Unreadable::new(
+                1,
+                1,
+                "expected `---` opening the front matter",
+                "a note file starts with a `---` line, its fields, and another `---` line \
+                 before the text",
+            ));
         }
-        let mut fields = Vec::new();
+        let mut yaml_lines: Vec<&str> = Vec::new();
         let mut closed = false;
-        let mut number = 1;
         for line in lines.by_ref() {
-            number += 1;
             if line == "---" {
                 closed = true;
                 break;
             }
-            if line.trim().is_empty() || line.trim_start().starts_with('#') {
-                continue;
-            }
-            let Some((key, value)) = line.split_once(':') else {
-                bail!("line {number}: expected `key: value`, got {line:?}");
-            };
-            fields.push((number, key.trim().to_owned(), value.trim().to_owned()));
+            yaml_lines.push(line);
         }
         if !closed {
-            bail!("no closing `---` after the front matter");
+            return Err(Unreadable::new(
+                yaml_lines.len() + 1,
+                1,
+                "no closing `---` after the front matter",
+                "end the fields with a `---` line before the text",
+            ));
         }
         let body = lines.collect::<Vec<_>>().join("\n").trim().to_owned();
+        let fields = fields(&yaml_lines)?;
         Ok(FrontMatter { fields, body })
     }
+}
+
+/// The top-level fields of the front matter (its lines, the file's second line first).
+fn fields(lines: &[&str]) -> Result<Vec<Field>, Unreadable> {
+    // Positions in the YAML text are one line below in the file (the opening `---`).
+    let at = |marker: &Marker| (marker.line() + 1, marker.col() + 1);
+    let yaml = lines.join("\n") + "\n";
+    let docs = MarkedYaml::load_from_str(&yaml).map_err(|err| {
+        let (line, column) = at(err.marker());
+        Unreadable::new(line, column, err.info(), YAML_HINT)
+    })?;
+    let chars: Vec<char> = yaml.chars().collect();
+    let source = |node: &MarkedYaml| -> String {
+        let end = node.span.end.index().min(chars.len());
+        chars[node.span.start.index().min(end)..end]
+            .iter()
+            .collect()
+    };
+    let map = match docs.first().map(|doc| &doc.data) {
+        None | Some(YamlData::Value(Scalar::Null)) => return Ok(Vec::new()),
+        Some(YamlData::Mapping(map)) => map,
+        Some(_) => {
+            let (line, column) = at(&docs[0].span.start);
+            return Err(Unreadable::new(
+                line,
+                column,
+                "the front matter is not a set of `key: value` fields",
+                YAML_HINT,
+            ));
+        }
+    };
+    let scalar = |node: &MarkedYaml| match &node.data {
+        YamlData::Value(Scalar::String(text)) => Some(text.to_string()),
+        YamlData::Value(Scalar::Null) => None,
+        // Numbers, booleans: as written, so a reviewer's `0x1F` or `1.10` stays what it was.
+        YamlData::Value(_) => Some(source(node).trim().to_owned()),
+        _ => None,
+    };
+    let key_lines: Vec<usize> = map.keys().map(|k| k.span.start.line()).collect();
+    let mut fields = Vec::new();
+    for (i, (key, value)) in map.iter().enumerate() {
+        let YamlData::Value(Scalar::String(name)) = &key.data else {
+            let (line, column) = at(&key.span.start);
+            return Err(Unreadable::new(
+                line,
+                column,
+                "a field name must be a word",
+                YAML_HINT,
+            ));
+        };
+        let (line, column) = at(&value.span.start);
+        let value_data = match &value.data {
+            YamlData::Value(Scalar::Null) => FieldValue::Null,
+            YamlData::Value(_) => FieldValue::Text(scalar(value).unwrap_or_default()),
+            YamlData::Sequence(items) => {
+                let texts: Option<Vec<String>> = items.iter().map(scalar).collect();
+                texts.map_or(FieldValue::Nested, FieldValue::List)
+            }
+            _ => FieldValue::Nested,
+        };
+        // The field's own lines: from its key to the next key (a block list spans several).
+        let first = key.span.start.line() - 1;
+        let next = key_lines.get(i + 1).map_or(lines.len(), |n| n - 1);
+        let raw = if next > first {
+            let mut own = &lines[first..next.min(lines.len())];
+            while let [rest @ .., last] = own
+                && (last.trim().is_empty() || last.trim_start().starts_with('#'))
+                && !rest.is_empty()
+            {
+                own = rest;
+            }
+            own.join("\n")
+        } else {
+            // Several fields on one line (`{a: 1, b: 2}`): the field alone.
+            format!("{name}: {}", source(value).trim())
+        };
+        fields.push(Field {
+            key: name.to_string(),
+            line,
+            column,
+            value: value_data,
+            raw,
+        });
+    }
+    Ok(fields)
 }
 
 /// Bare when a YAML reader would read the same string back; JSON-quoted otherwise.
@@ -282,7 +605,7 @@ fn is_bare(value: &str) -> bool {
     !value.is_empty()
         && value.trim() == value
         && !value.starts_with([
-            '"', '\'', '[', '{', '-', '!', '&', '*', '?', '|', '>', '%', '@', '`',
+            '"', '\'', '[', '{', '-', '!', '&', '*', '?', '|', '>', '%', '@', '`', '#',
         ])
         && !value.contains([',', '[', ']', '{', '}', '\n', '\r', '\t', '"'])
         && !value.contains(": ")
@@ -310,28 +633,6 @@ fn quote_list(items: &[String]) -> String {
     } else {
         serde_json::to_string(items).expect("strings serialize")
     }
-}
-
-fn scalar(value: &str) -> anyhow::Result<String> {
-    if value.starts_with('"') {
-        return serde_json::from_str(value).context("a quoted value must be a JSON string");
-    }
-    Ok(value.to_owned())
-}
-
-fn list(value: &str) -> anyhow::Result<Vec<String>> {
-    if let Ok(items) = serde_json::from_str::<Vec<String>>(value) {
-        return Ok(items);
-    }
-    let Some(inner) = value.strip_prefix('[').and_then(|v| v.strip_suffix(']')) else {
-        bail!("expected a list like [a, b], got {value:?}");
-    };
-    Ok(inner
-        .split(',')
-        .map(str::trim)
-        .filter(|item| !item.is_empty())
-        .map(str::to_owned)
-        .collect())
 }
 
 #[cfg(test)]
@@ -389,17 +690,152 @@ mod tests {
         assert!(note.render().contains("reviewed_by: maya\n"));
     }
 
+    fn unreadable(text: &str) -> Unreadable {
+        Note::parse(text)
+            .unwrap_err()
+            .downcast::<Unreadable>()
+            .expect("a parse error says where")
+    }
+
     #[test]
     fn broken_files_say_where() {
-        let err = Note::parse("category: x\n").unwrap_err().to_string();
-        assert!(err.contains("line 1"), "{err}");
-        let err = Note::parse("---\ncategory: x\nimportance: 11\n---\n").unwrap_err();
+        let err = unreadable("category: x\n");
+        assert_eq!((err.line, err.column), (1, 1), "{err}");
+        let err = unreadable("---\ncategory: x\nimportance: 11\ncreated: t\n---\n");
+        assert_eq!((err.line, err.column), (3, 13), "{err}");
         assert!(
-            format!("{err:#}").contains("line 3 (importance)"),
-            "{err:#}"
+            err.to_string()
+                .contains("importance: want a whole number from 1 to 10")
         );
-        let err = Note::parse("---\ncategory: x\n").unwrap_err().to_string();
-        assert!(err.contains("closing"), "{err}");
+        let err = unreadable("---\ncategory: x\n");
+        assert!(err.problem.contains("closing"), "{err}");
+        // YAML's own errors, at the line and column of the file (not of the front matter).
+        let err = unreadable("---\ncategory: x\ntags: [a, b\nimportance: 5\n---\nbody\n");
+        assert_eq!(err.line, 4, "{err}");
+        let err = unreadable("---\ncategory: x\nimportance: 5\n  nested: y\n---\n");
+        assert_eq!((err.line, err.column), (4, 9), "{err}");
+        let err = unreadable("---\ncategory: 'x\n---\n");
+        assert_eq!(err.line, 2, "{err}");
+        let err = unreadable("---\ncategory: x\ncategory: y\n---\n");
+        assert_eq!((err.line, err.column), (3, 1), "{err}");
+        assert!(err.problem.contains("duplicated key"), "{err}");
+        let err = unreadable("---\ncategory: x\nimportance: 5\n---\n");
+        assert!(err.hint.contains("created"), "{err}");
+        let err = unreadable("---\n- a\n- b\n---\n");
+        assert_eq!((err.line, err.column), (2, 1), "{err}");
+        let err = unreadable("---\ncategory: [a, b]\nimportance: 5\ncreated: t\n---\n");
+        assert_eq!((err.line, err.column), (2, 11), "{err}");
+    }
+
+    #[test]
+    fn hand_edited_yaml_reads_as_meant() {
+        let text = "---\r\n\
+                    # reviewed in #412\r\n\
+                    category: 'gotchas'   # was patterns\r\n\
+                    importance: 7\r\n\
+                    tags:\r\n\
+                    \x20 - shop\r\n\
+                    \x20 - \"check out\"\r\n\
+                    \x20 - 'it''s'\r\n\
+                    \x20 - 0x1F\r\n\
+                    task_id: \"cf-131\"\r\n\
+                    created: 2026-11-30T09:55:01.123Z\r\n\
+                    reviewers:\r\n\
+                    \x20 - maya   # owner\r\n\
+                    \x20 - li\r\n\
+                    \r\n\
+                    # trailing comment\r\n\
+                    ---\r\n\
+                    Spanish VAT rounds per line.\r\n";
+        let note = Note::parse(text).unwrap();
+        assert_eq!(note.category, "gotchas");
+        assert_eq!(note.importance, 7);
+        assert_eq!(note.tags, ["shop", "check out", "it's", "0x1F"]);
+        assert_eq!(note.task_id.as_deref(), Some("cf-131"));
+        assert_eq!(note.created, "2026-11-30T09:55:01.123Z");
+        assert_eq!(note.content, "Spanish VAT rounds per line.");
+        // The unknown field stays as written, comment and all, and reads back the same.
+        assert_eq!(note.extra, ["reviewers:\n  - maya   # owner\n  - li"]);
+        let again = Note::parse(&note.render()).unwrap();
+        assert_eq!(again, note);
+        // One tag without brackets, an empty list, a quoted number.
+        let note = Note::parse(
+            "---\ncategory: context\nimportance: \"4\"\ntags: shop\ncreated: t\n---\nx\n",
+        )
+        .unwrap();
+        assert_eq!((note.importance, note.tags), (4, vec!["shop".to_owned()]));
+        let note = Note::parse("---\ncategory: c\nimportance: 4\ntags:\ncreated: t\n---\nx\n");
+        assert_eq!(note.unwrap().tags, Vec::<String>::new());
+    }
+
+    #[test]
+    fn the_writer_stays_put_and_every_string_reads_back() {
+        let mut note = seed_note();
+        for value in [
+            "#urgent",
+            "a #b",
+            "0x1F",
+            ".inf",
+            "1e3",
+            "~",
+            "null",
+            "yes",
+            "[x",
+            "x]",
+            "é ü",
+            "tab\there",
+            "it's",
+            "'q'",
+            "- item",
+            "key: value",
+            "trailing:",
+            " lead",
+            "%x",
+            "@x",
+            "`x",
+            "!x",
+            "&x",
+            "*x",
+            "|x",
+            ">x",
+            "?x",
+            "",
+            "\\",
+            "a\nb",
+        ] {
+            note.tags = vec![value.to_owned(), "plain".to_owned()];
+            note.task_id = Some(value.to_owned());
+            let text = note.render();
+            assert_eq!(Note::parse(&text).unwrap(), note, "{value:?}:\n{text}");
+            assert_eq!(Note::parse(&text).unwrap().render(), text, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn credentials_are_found_in_prose_and_placeholders_are_not() {
+        for text in [
+            "push with ghp_abcdefghijklmnopqrstuvwxyz0123.",
+            "`API_KEY=abc123` in .env",
+            "see https://user:hunter2@host/x",
+            "run it as `tool --token=abc123`",
+            "the key is AKIAIOSFODNN7EXAMPLE",
+        ] {
+            assert!(secret_in([text]).is_some(), "{text}");
+        }
+        for text in [
+            "pass --token and the value from the vault",
+            "API_KEY=<your key> in .env",
+            "TOKEN=${TOKEN} and API_KEY=$API_KEY and KEY=...",
+            "NODE_ENV=production",
+            "the token lives in the vault entry ci/deploy",
+            "https://host/mcp?page=2",
+        ] {
+            assert_eq!(secret_in([text]), None, "{text}");
+        }
+        let mut note = seed_note();
+        assert_eq!(note.secret(), None);
+        note.tags.push("sk-abcdefghijklmnopqrstu".into());
+        assert!(note.secret().is_some());
     }
 
     #[test]

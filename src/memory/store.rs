@@ -79,7 +79,7 @@ impl<T: Record> Collection<T> {
     fn answer(&mut self, query: &str, limit: usize, writable: bool) -> Vec<Found<T>> {
         let hashes = query_hashes(query);
         for _ in 0..3 {
-            let Ok(hits) = self.index.search(&hashes, limit) else {
+            let Ok(hits) = self.index.search(&hashes.hashes, hashes.asked, limit) else {
                 return Vec::new();
             };
             let mut answers = Vec::new();

@@ -9,7 +9,8 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotation
 use serde_json::{Value, json};
 
 use super::args::Args;
-use crate::memory::record::{CATEGORIES, Note, Route};
+use crate::memory::record::{CATEGORIES, Note, Route, secret_in};
+use crate::memory::search::matched_well;
 use crate::memory::store::{Change, NewNote, RouteFields, Store};
 
 /// A note holds one fact and its reason; past this it is several notes or a document.
@@ -39,8 +40,8 @@ pub fn list() -> Vec<Tool> {
         tool(
             "context_query",
             "Look up the memory store before exploring or working on anything you don't already \
-             know. Returns the best notes (id, content, category, importance, tags) and the \
-             routes to the files involved.",
+             know. Returns the best notes (with a relevance from 0 to 1) and the routes to the \
+             files involved; a hint says when nothing matched well.",
             json!({
                 "type": "object",
                 "properties": {
@@ -166,10 +167,15 @@ pub fn call(store: &mut Store, name: &str, args: &JsonObject) -> Result<Value, S
         "context_query" => {
             let (query, limit) = query_args(args, name)?;
             store.refresh().map_err(failed)?;
-            let notes: Vec<Value> = store
-                .answer_notes(&query, limit)
+            let found = store.answer_notes(&query, limit);
+            let best = found.first().map_or(0.0, |f| f.relevance);
+            let notes: Vec<Value> = found
                 .iter()
-                .map(|found| note_json(&found.id, &found.record))
+                .map(|found| {
+                    let mut note = note_json(&found.id, &found.record);
+                    note["relevance"] = json!((found.relevance * 100.0).round() / 100.0);
+                    note
+                })
                 .collect();
             let routes: Vec<Value> = store
                 .answer_routes(&query, ROUTES_WITH_CONTEXT)
@@ -182,6 +188,12 @@ pub fn call(store: &mut Store, name: &str, args: &JsonObject) -> Result<Value, S
                     "No stored note matches. Once you have worked it out, memory_store what you \
                      learned and why."
                 );
+            } else if !matched_well(best) {
+                answer["hint"] = json!(format!(
+                    "Nothing matched well (best relevance {best:.2} of 1): these notes share few \
+                     of the query's words and are likely about something else. Try other words; \
+                     once you have worked it out, memory_store what you learned and why."
+                ));
             }
             Ok(answer)
         }
@@ -197,6 +209,13 @@ pub fn call(store: &mut Store, name: &str, args: &JsonObject) -> Result<Value, S
         }
         "memory_store" => {
             let new = store_args(args)?;
+            let texts = [new.content.as_str()]
+                .into_iter()
+                .chain(new.tags.iter().map(String::as_str))
+                .chain(new.task_id.as_deref());
+            if let Some(problem) = secret_in(texts) {
+                return Err(secret_refused(name, &problem));
+            }
             let id = store.store_note(new).map_err(failed)?;
             Ok(json!({"id": id, "file": Store::relative_path::<Note>(&id)}))
         }
@@ -218,6 +237,7 @@ pub fn call(store: &mut Store, name: &str, args: &JsonObject) -> Result<Value, S
             let mut a = Args::new(args, &["title", "description", "paths"]);
             let fields = route_args(&mut a, true);
             a.finish(name)?;
+            refuse_secrets(name, &fields)?;
             let id = store
                 .create_route(
                     fields.title.unwrap_or_default(),
@@ -239,11 +259,33 @@ pub fn call(store: &mut Store, name: &str, args: &JsonObject) -> Result<Value, S
                 a.problem("give at least one of title, description, paths".into());
             }
             a.finish(name)?;
+            refuse_secrets(name, &fields)?;
             let id = id.unwrap_or_default();
             let route = store.update_route(&id, fields).map_err(failed)?;
             Ok(json!({"id": id, "route": route_json(&id, &route)}))
         }
         _ => Err(format!("{name}: no such tool")),
+    }
+}
+
+/// Notes and routes are committed and read by every agent that queries the memory: a credential
+/// in one is refused before anything is written.
+fn secret_refused(tool: &str, problem: &str) -> String {
+    format!(
+        "{tool}: refused, nothing was stored: the text holds {problem}, and notes are committed \
+         to the repository and read by every agent. Store where the secret lives instead (the \
+         variable's or the vault entry's name), never its value, and call {tool} again."
+    )
+}
+
+fn refuse_secrets(tool: &str, fields: &RouteFields) -> Result<(), String> {
+    let texts = [fields.title.as_deref(), fields.description.as_deref()]
+        .into_iter()
+        .flatten()
+        .chain(fields.paths.iter().flatten().map(String::as_str));
+    match secret_in(texts) {
+        Some(problem) => Err(secret_refused(tool, &problem)),
+        None => Ok(()),
     }
 }
 

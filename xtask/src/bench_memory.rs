@@ -1,4 +1,4 @@
-//! `cargo xtask bench memory`: what the memory costs at 10,000 and 100,000 notes (generated in
+//! `cargo xtask bench memory`: search quality first (`crate::bench_retrieval`), then what the memory costs at 10,000 and 100,000 notes (generated in
 //! the real note format), each figure beside `memloop --version` measured in the same run, so
 //! the ratios hold on a loaded machine too.
 //!
@@ -20,7 +20,8 @@ use anyhow::{Context, bail, ensure};
 
 use crate::bench_serve::{Rng, Server, Words, build_release, ms, write_notes};
 
-const USAGE: &str = "usage: cargo xtask bench memory [--sizes N,N...] [--keep]";
+const USAGE: &str =
+    "usage: cargo xtask bench memory [--sizes N,N...] [--keep] [--quality-only] [--relevances]";
 const HOOK_RUNS: usize = 30;
 const COLD_RUNS: usize = 3;
 const QUERIES: usize = 300;
@@ -36,9 +37,13 @@ struct Row {
 pub fn run(args: &[String]) -> anyhow::Result<()> {
     let mut sizes = vec![10_000usize, 100_000];
     let mut keep = false;
+    let mut quality_only = false;
+    let mut relevances = false;
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         match arg.as_str() {
+            "--quality-only" => quality_only = true,
+            "--relevances" => relevances = true,
             "--sizes" => {
                 sizes = rest
                     .next()
@@ -50,6 +55,11 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             "--keep" => keep = true,
             _ => bail!("{USAGE}"),
         }
+    }
+    // Search quality first: in process, a second, and its own verdict.
+    let quality = crate::bench_retrieval::report(relevances);
+    if quality_only {
+        return quality;
     }
     let binary = build_release()?;
     let words = Words::new();
@@ -92,7 +102,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     if !missed.is_empty() {
         bail!("targets missed: {}", missed.join(", "));
     }
-    Ok(())
+    quality
 }
 
 fn measure(

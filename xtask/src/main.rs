@@ -6,6 +6,7 @@ mod action_install;
 mod bench_cli;
 mod bench_gate;
 mod bench_memory;
+mod bench_retrieval;
 mod bench_serve;
 mod corpus;
 mod e2e;
@@ -22,8 +23,11 @@ tasks:
   bench cli|doctor    memloop sync, diff and doctor on an installed repository, whole process
                       (target: each median under 20 ms)
   bench gate          the Stop gate against a Python re-read baseline, whole process
-  bench memory        the memory at 10,000 and 100,000 notes: session start warm and cold, context_query,
-                      memory_store and the server's memory, against memloop --version in the same run
+  bench memory        search quality on notes cut from public projects' docs (tests/retrieval/
+                      projects.json: recall@1, recall@5, MRR per kind of query against a textbook
+                      BM25, the share answered `nothing matched well`; --quality-only stops there),
+                      then the memory at 10,000 and 100,000 notes: session start warm and cold,
+                      context_query, memory_store and the server's memory, against memloop --version
   bench serve         the embedded memory server at 10,000 notes (and 100,000: --large N, 0 skips):
                       broad and narrow context_query, memory_store, start, memory, session-start
                       index, recall@5 on tests/retrieval/set.json

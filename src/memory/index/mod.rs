@@ -234,9 +234,10 @@ impl<T: Record> Index<T> {
         (n, len)
     }
 
-    /// The best `limit` searchable records for the query terms `hashes`, by BM25 times the
+    /// The best `limit` searchable records for the query terms `hashes` (the first `asked` of
+    /// them what the query asked, the rest what synonyms added), by BM25 times the
     /// record's boost, plus any tied with the last of them, best first (ties: newer, then id).
-    pub fn search(&self, hashes: &[u64], limit: usize) -> anyhow::Result<Vec<Hit>> {
+    pub fn search(&self, hashes: &[u64], asked: usize, limit: usize) -> anyhow::Result<Vec<Hit>> {
         let (n, total_len) = self.live();
         if n == 0 || limit == 0 {
             return Ok(Vec::new());
@@ -249,10 +250,10 @@ impl<T: Record> Index<T> {
         let mut slot_scores = vec![0.0f64; slots];
         let mut touched: Vec<u32> = Vec::new();
         let mut doc_scores: HashMap<&str, f64> = HashMap::new();
-        // What a record holding every query word once would score (words the memory lacks
+        // What a record holding every asked word once would score (words the memory lacks
         // count too: a query half made of unknown words is half matched at best).
         let mut ideal = 0.0;
-        for &hash in hashes {
+        for (i, &hash) in hashes.iter().enumerate() {
             let postings = match &self.segment {
                 Some(segment) => segment.postings(hash)?,
                 None => Vec::new(),
@@ -276,7 +277,10 @@ impl<T: Record> Index<T> {
                 .collect();
             let df = (live.len() + fresh.len()) as f64;
             let idf = idf(n, df);
-            ideal += idf;
+            // The words the synonym table added score, but are no part of what was asked.
+            if i < asked {
+                ideal += idf;
+            }
             if df == 0.0 {
                 continue;
             }
