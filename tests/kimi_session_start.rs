@@ -73,6 +73,10 @@ fn the_index_comes_on_the_first_prompt_and_after_each_compaction_only() {
             .iter()
             .all(|(name, len)| name.ends_with(".start") && *len == 0)
     );
+    // And what each session was given, for recall: the index's one short note, once per index.
+    let given = world.given_files();
+    assert_eq!(given.len(), 2, "{given:?}");
+    assert!(given.iter().all(|(_, len)| *len <= 2 * 25), "{given:?}");
 }
 
 #[test]

@@ -100,6 +100,10 @@ impl super::agent::Agent for Copilot {
         &start::Dialect
     }
 
+    fn prompt(&self) -> &dyn crate::hook::PromptDialect {
+        &start::Dialect
+    }
+
     fn migrations(&self) -> &'static [crate::upgrade::Migration] {
         upgrade::MIGRATIONS
     }

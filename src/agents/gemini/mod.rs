@@ -88,6 +88,10 @@ impl super::agent::Agent for Gemini {
         &crate::hook::Plain(crate::hook::Form::ClaudeJson)
     }
 
+    fn prompt(&self) -> &dyn crate::hook::PromptDialect {
+        self
+    }
+
     fn migrations(&self) -> &'static [crate::upgrade::Migration] {
         upgrade::MIGRATIONS
     }
@@ -177,6 +181,13 @@ pub fn session_start_group() -> Value {
         "command": SESSION_START_COMMAND,
         "timeout": SESSION_START_TIMEOUT_MS,
     }]})
+}
+
+/// Its prompt hook takes the prompt from the input's `prompt`.
+impl crate::hook::PromptDialect for Gemini {
+    fn form(&self) -> crate::hook::PromptForm {
+        crate::hook::PromptForm::HookJson("BeforeAgent")
+    }
 }
 
 #[cfg(test)]

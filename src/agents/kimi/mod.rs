@@ -94,6 +94,10 @@ impl super::agent::Agent for Kimi {
         &start::Dialect
     }
 
+    fn prompt(&self) -> &dyn crate::hook::PromptDialect {
+        &start::Dialect
+    }
+
     fn migrations(&self) -> &'static [crate::upgrade::Migration] {
         upgrade::MIGRATIONS
     }

@@ -79,6 +79,10 @@ impl super::agent::Agent for Qwen {
         &crate::hook::Plain(crate::hook::Form::HookJson)
     }
 
+    fn prompt(&self) -> &dyn crate::hook::PromptDialect {
+        self
+    }
+
     fn migrations(&self) -> &'static [crate::upgrade::Migration] {
         upgrade::MIGRATIONS
     }
@@ -193,4 +197,11 @@ pub fn hook_group() -> Value {
 /// for the reason above.
 pub fn command_group(command: &str) -> Value {
     json!({"hooks": [{"type": "command", "command": command}]})
+}
+
+/// Its prompt hook takes the prompt from the input's `prompt`.
+impl crate::hook::PromptDialect for Qwen {
+    fn form(&self) -> crate::hook::PromptForm {
+        crate::hook::PromptForm::HookJson("UserPromptSubmit")
+    }
 }

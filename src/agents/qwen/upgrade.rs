@@ -11,7 +11,7 @@
 use super::{DIALECT, HOOK_COMMAND, PRE_COMPACT_COMMAND, PROJECT_SETTINGS, SESSION_START_COMMAND};
 use crate::config::AgentId;
 use crate::engine::PlanError;
-use crate::upgrade::joined_groups::{JoinedGroups, Piece};
+use crate::upgrade::joined_groups::{self, JoinedGroups, Piece};
 use crate::upgrade::{Env, Files, Migration};
 use crate::version::Range;
 
@@ -35,11 +35,13 @@ const GROUPS: JoinedGroups = JoinedGroups {
             event: "SessionStart",
             command: SESSION_START_COMMAND,
             group: || super::command_group(SESSION_START_COMMAND),
+            wanted: joined_groups::session_start,
         },
         Piece {
             event: "PreCompact",
             command: PRE_COMPACT_COMMAND,
             group: || super::command_group(PRE_COMPACT_COMMAND),
+            wanted: joined_groups::session_start,
         },
     ],
 };
