@@ -72,6 +72,13 @@ struct AgentArg {
 pub fn run(args: HookArgs, dialects: &Dialects) -> ExitCode {
     match args.command {
         Some(HookCommand::SessionStart(args)) => {
+            // An agent whose prompt hook gives the session start (installed as `session-start`
+            // on its prompt event) gets both jobs from it: the start text when due, and the
+            // notes that match the prompt.
+            if let Some(prompt) = args.prompt_route(dialects.prompt) {
+                watchdog::start(prompt::CONSEQUENCE);
+                return prompt::run(&prompt, dialects.prompt);
+            }
             watchdog::start(session_start::CONSEQUENCE);
             session_start::run(&args, Event::SessionStart, dialects.start)
         }

@@ -46,6 +46,15 @@ pub struct PromptArgs {
     rest: Vec<String>,
 }
 
+impl PromptArgs {
+    pub fn for_agent(id: AgentId) -> PromptArgs {
+        PromptArgs {
+            agent: Some(id.as_str().to_owned()),
+            rest: Vec::new(),
+        }
+    }
+}
+
 /// How an agent's prompt hook hands text to the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PromptForm {

@@ -56,6 +56,20 @@ pub struct StartArgs {
     rest: Vec<String>,
 }
 
+impl StartArgs {
+    /// The prompt hook's arguments when this agent's prompt hook is where its session start is
+    /// given (Kimi Code; Copilot's `--after-compaction` piece): that hook runs as `prompt`.
+    pub fn prompt_route(
+        &self,
+        dialects: &dyn Fn(AgentId) -> &'static dyn super::PromptDialect,
+    ) -> Option<super::PromptArgs> {
+        let id = AgentId::parse(self.agent.as_deref()?)?;
+        let (_, after_compaction) = dialects(id).start()?;
+        (after_compaction == self.after_compaction && self.rest.is_empty())
+            .then(|| super::PromptArgs::for_agent(id))
+    }
+}
+
 /// How an agent takes the session-start text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Form {

@@ -267,6 +267,10 @@ fn relevance(terms: &[(String, f64)], note: &Note) -> f64 {
 /// fingerprint equals a note's means the session has that note already.
 pub fn fingerprint(text: &str) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    // What a title leaves off a whole note: list and heading marks, the closing punctuation.
+    let flat = flat
+        .trim_start_matches(['#', '-', '*', '>', ' '])
+        .trim_end_matches(['.', ';', ':', ',', ' ']);
     let digest = Sha256::digest(flat.as_bytes());
     digest[..12].iter().fold(String::new(), |mut out, byte| {
         let _ = write!(out, "{byte:02x}");

@@ -27,6 +27,7 @@ mod memloop;
 mod netns;
 pub mod proc;
 mod qwen;
+mod recall;
 mod sandbox;
 mod session_start;
 mod session_start_kimi;
@@ -261,6 +262,11 @@ const SCENARIOS: &[Scenario] = &[
         name: "probe-copilot-session-start",
         about: "hand-written Copilot hooks (sessionStart in three output shapes, userPromptSubmitted) print markers: which reach the first model request, and where",
         run: copilot_start::probe,
+    },
+    Scenario {
+        name: "recall-claude",
+        about: "three prompts in one Claude Code session: a nonsense one gets no note, one matching a stored note has the note's full text in its request (UserPromptSubmit additionalContext), a second matching one does not get it again",
+        run: recall::claude,
     },
     Scenario {
         name: "session-start-claude",

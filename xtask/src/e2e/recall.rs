@@ -1,0 +1,127 @@
+//! Scenario "recall": a note is in the repository's memory before the session; the real agent,
+//! run against the fake model, sends three prompts in one session. The request for a prompt that
+//! matches nothing (first) holds no recalled note; the request for a prompt that matches the note
+//! holds the note's full text once; the request for a second matching prompt holds it still once
+//! (the first copy, in the history): memloop did not give it again. Facts: recall_facts.md.
+//!
+//! Each agent is one function here; adding an agent adds one function and one scenario line.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+use serde_json::json;
+
+use super::config::expect;
+use super::fake_model::{Dialect, Exchange, FakeModel};
+use super::proc::{self, Output, Proc};
+use super::sandbox::Sandbox;
+use super::session_start::{all_text, conversation_calls, quiet_script, save, seed};
+use super::{Ctx, agents, memloop};
+
+/// How memloop's recall text opens (`memory::recall`): counted in each request.
+pub const RECALL_MARK: &str = "memloop recall: notes from this repository's memory";
+/// A part of the seed note that only its full text holds (the index line stops before it).
+pub const BODY_MARK: &str = "lacks the legacy provider the signing step loads";
+
+/// The three prompts of a session, in order: nothing matches, the note matches, it matches again.
+pub const PROMPTS: [&str; 3] = [
+    "Write a limerick about a purple giraffe on roller skates.",
+    "Why does the release build fail to load the OpenSSL legacy provider when signing?",
+    "Remind me what the release signing step needs from OpenSSL.",
+];
+
+fn needs(ctx: &Ctx) -> Result<()> {
+    super::session_start::needs(ctx)
+}
+
+/// How often `needle` occurs in `haystack`.
+fn count(haystack: &str, needle: &str) -> usize {
+    haystack.matches(needle).count()
+}
+
+/// The check every agent's scenario ends with: `firsts` holds, per prompt, the first
+/// conversation request the model received for it.
+pub fn check_requests(firsts: &[Exchange], out: &Output) -> Result<()> {
+    if firsts.len() != PROMPTS.len() {
+        bail!(
+            "{} of {} prompts reached the model\n{}",
+            firsts.len(),
+            PROMPTS.len(),
+            out.report()
+        );
+    }
+    let wanted = [0, 1, 1];
+    for ((ex, want), prompt) in firsts.iter().zip(wanted).zip(PROMPTS) {
+        let text = all_text(&ex.body);
+        let (recalls, bodies) = (count(&text, RECALL_MARK), count(&text, BODY_MARK));
+        expect(
+            recalls == want && bodies == want,
+            &format!(
+                "request #{} (prompt {prompt:?}) holds memloop's recall {recalls} time(s) and the \
+                 note's full text {bodies} time(s), want {want}:\n{}",
+                ex.seq,
+                proc::tail(&text, 3000)
+            ),
+            out,
+        )?;
+        println!(
+            "   request #{} ({prompt:?}): the note's full text {bodies} time(s)",
+            ex.seq
+        );
+    }
+    Ok(())
+}
+
+/// Claude Code in one process (stream-json input, three prompts): memloop's UserPromptSubmit
+/// hook's `additionalContext` reaches the request of its prompt.
+pub fn claude(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    needs(ctx)?;
+    memloop::install(sb, &ctx.caps, false, None)?;
+    seed(sb)?;
+    agents::claude(sb, true)?;
+    let fake = FakeModel::start(Dialect::Anthropic, quiet_script(ctx, sb))?;
+    sb.set_env("ANTHROPIC_BASE_URL", fake.base_url());
+    sb.set_env("ANTHROPIC_AUTH_TOKEN", "sk-e2e");
+    sb.set_env("ENABLE_TOOL_SEARCH", "false");
+    let mut cmd = sb.command(ctx.tools.bin.join("claude"));
+    cmd.args([
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--permission-mode",
+        "bypassPermissions",
+    ]);
+    let deadline = Instant::now() + ctx.gate_timeout;
+    let mut p = Proc::spawn(cmd)?;
+    let mut firsts = Vec::new();
+    for prompt in PROMPTS {
+        let before = conversation_calls(&fake).len();
+        let line = json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": prompt}]}});
+        p.write_stdin(&format!("{line}\n"))?;
+        if p.wait_line(deadline, |l| l.contains("\"type\":\"result\""))
+            .is_none()
+        {
+            break;
+        }
+        if let Some(first) = conversation_calls(&fake).into_iter().nth(before) {
+            firsts.push(first);
+        }
+    }
+    p.close_stdin();
+    let out = p.finish(deadline.max(Instant::now() + Duration::from_secs(20)));
+    save(sb, &fake);
+    if firsts.len() < PROMPTS.len() {
+        bail!(
+            "Claude Code answered {} of {} prompts within {:.0?}\nmodel requests:\n{}{}",
+            firsts.len(),
+            PROMPTS.len(),
+            ctx.gate_timeout,
+            fake.transcript(),
+            out.report()
+        );
+    }
+    check_requests(&firsts, &out)
+}
