@@ -118,7 +118,8 @@ fn kimi_one_hook_gives_the_index_and_the_notes() {
     let prompt = |prompt: &str| {
         world.ok(
             &["session-start", "--agent", "kimi"],
-            &json!({"session_id": "k", "cwd": world.repo, "prompt": prompt}),
+            // Kimi Code 2.1.0 passes the message's content parts as `prompt`.
+            &json!({"session_id": "k", "cwd": world.repo, "prompt": [{"type": "text", "text": prompt}]}),
         )
     };
     let first = prompt(MATCHING);

@@ -70,9 +70,10 @@ pub enum PromptForm {
 pub trait PromptDialect: Sync {
     fn form(&self) -> PromptForm;
 
-    /// The prompt's text in the agent's input.
-    fn prompt<'a>(&self, input: &'a Value) -> Option<&'a str> {
-        input.get("prompt")?.as_str()
+    /// The prompt's text in the agent's input: `prompt`, a string or a list of content parts
+    /// (Kimi Code 2.1.0 passes its message content, `[{"type": "text", "text": ...}]`).
+    fn prompt(&self, input: &Value) -> Option<String> {
+        text_of(input.get("prompt")?)
     }
 
     /// Whether `input` is this agent's, whatever `--agent` said (an agent that also runs
@@ -85,6 +86,21 @@ pub trait PromptDialect: Sync {
     /// after-compaction one (Copilot); `None` for an agent with a start hook of its own.
     fn start(&self) -> Option<(&dyn StartDialect, bool)> {
         None
+    }
+}
+
+/// The text of a prompt value: a string, or the `text` of each part of a list, joined.
+pub fn text_of(value: &Value) -> Option<String> {
+    match value {
+        Value::String(text) => Some(text.clone()),
+        Value::Array(parts) => {
+            let texts: Vec<&str> = parts
+                .iter()
+                .filter_map(|part| part.as_str().or_else(|| part.get("text")?.as_str()))
+                .collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        }
+        _ => None,
     }
 }
 
@@ -238,7 +254,7 @@ fn given_notes(
     let mut store = Store::open(root)?;
     let recall = recall::recall(
         &mut store,
-        prompt,
+        &prompt,
         &Options {
             cap: config.memory.recall_bytes as usize,
             given: &given,

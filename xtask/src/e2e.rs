@@ -269,6 +269,11 @@ const SCENARIOS: &[Scenario] = &[
         run: recall::claude,
     },
     Scenario {
+        name: "recall-kimi",
+        about: "three prompts of one Kimi Code session (kimi -p, then -c): memloop's UserPromptSubmit hook gives no note for a nonsense prompt, the note's full text with one that matches it, not again with a second one",
+        run: recall::kimi,
+    },
+    Scenario {
         name: "session-start-claude",
         about: "a stored note is in Claude Code's first model request (SessionStart additionalContext); /compact sends the PreCompact reminder to the summary and the next request holds the index again",
         run: session_start::claude,

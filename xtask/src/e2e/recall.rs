@@ -125,3 +125,41 @@ pub fn claude(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     }
     check_requests(&firsts, &out)
 }
+
+/// Kimi Code: three `kimi -p` runs of one session (`-c` continues it). memloop's
+/// UserPromptSubmit hook (`session-start --agent kimi`, one hook for both jobs) gives the index
+/// on the first prompt and the matching notes on each; its stdout is a `hook_result` message
+/// before the prompt.
+pub fn kimi(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    needs(ctx)?;
+    memloop::install(sb, &ctx.caps, false, None)?;
+    seed(sb)?;
+    agents::kimi_trust(sb)?;
+    let fake = FakeModel::start(Dialect::OpenAi, quiet_script(ctx, sb))?;
+    agents::kimi_model_env(sb, &fake.base_url());
+    let mut firsts = Vec::new();
+    let mut last = None;
+    for (i, text) in PROMPTS.iter().enumerate() {
+        let before = conversation_calls(&fake).len();
+        let mut args = vec!["-p", text, "--output-format", "stream-json"];
+        if i > 0 {
+            args.push("-c");
+        }
+        let out = sb.run(ctx.tools.bin.join("kimi"), &args, ctx.gate_timeout)?;
+        if !out.success() {
+            save(sb, &fake);
+            bail!(
+                "`kimi -p {text:?}` failed\nmodel requests:\n{}{}",
+                fake.transcript(),
+                out.report()
+            );
+        }
+        if let Some(first) = conversation_calls(&fake).into_iter().nth(before) {
+            firsts.push(first);
+        }
+        last = Some(out);
+    }
+    save(sb, &fake);
+    let out = last.expect("three prompts ran");
+    check_requests(&firsts, &out)
+}
