@@ -274,6 +274,11 @@ const SCENARIOS: &[Scenario] = &[
         run: recall::kimi,
     },
     Scenario {
+        name: "recall-copilot",
+        about: "three prompts of one Copilot CLI session (copilot -p, then --resume): memloop's userPromptSubmitted hook gives no note for a nonsense prompt, the note's full text with one that matches it, not again with a second one",
+        run: recall::copilot,
+    },
+    Scenario {
         name: "session-start-claude",
         about: "a stored note is in Claude Code's first model request (SessionStart additionalContext); /compact sends the PreCompact reminder to the summary and the next request holds the index again",
         run: session_start::claude,

@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::config::expect;
 use super::fake_model::{Dialect, Exchange, FakeModel};
@@ -34,14 +34,18 @@ fn needs(ctx: &Ctx) -> Result<()> {
     super::session_start::needs(ctx)
 }
 
+fn numbered(ex: Exchange) -> (usize, Value) {
+    (ex.seq, ex.body)
+}
+
 /// How often `needle` occurs in `haystack`.
 fn count(haystack: &str, needle: &str) -> usize {
     haystack.matches(needle).count()
 }
 
 /// The check every agent's scenario ends with: `firsts` holds, per prompt, the first
-/// conversation request the model received for it.
-pub fn check_requests(firsts: &[Exchange], out: &Output) -> Result<()> {
+/// conversation request the model received for it (its number and body).
+pub fn check_requests(firsts: &[(usize, Value)], out: &Output) -> Result<()> {
     if firsts.len() != PROMPTS.len() {
         bail!(
             "{} of {} prompts reached the model\n{}",
@@ -51,23 +55,20 @@ pub fn check_requests(firsts: &[Exchange], out: &Output) -> Result<()> {
         );
     }
     let wanted = [0, 1, 1];
-    for ((ex, want), prompt) in firsts.iter().zip(wanted).zip(PROMPTS) {
-        let text = all_text(&ex.body);
+    for (((seq, body), want), prompt) in firsts.iter().zip(wanted).zip(PROMPTS) {
+        let text = all_text(body);
         let (recalls, bodies) = (count(&text, RECALL_MARK), count(&text, BODY_MARK));
         expect(
             recalls == want && bodies == want,
             &format!(
                 "request #{} (prompt {prompt:?}) holds memloop's recall {recalls} time(s) and the \
                  note's full text {bodies} time(s), want {want}:\n{}",
-                ex.seq,
+                seq,
                 proc::tail(&text, 3000)
             ),
             out,
         )?;
-        println!(
-            "   request #{} ({prompt:?}): the note's full text {bodies} time(s)",
-            ex.seq
-        );
+        println!("   request #{seq} ({prompt:?}): the note's full text {bodies} time(s)");
     }
     Ok(())
 }
@@ -107,7 +108,7 @@ pub fn claude(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
             break;
         }
         if let Some(first) = conversation_calls(&fake).into_iter().nth(before) {
-            firsts.push(first);
+            firsts.push(numbered(first));
         }
     }
     p.close_stdin();
@@ -155,11 +156,58 @@ pub fn kimi(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
             );
         }
         if let Some(first) = conversation_calls(&fake).into_iter().nth(before) {
-            firsts.push(first);
+            firsts.push(numbered(first));
         }
         last = Some(out);
     }
     save(sb, &fake);
+    let out = last.expect("three prompts ran");
+    check_requests(&firsts, &out)
+}
+
+/// Copilot CLI: three `copilot -p` runs of one session (`--resume <id>` after the first). Its
+/// `userPromptSubmitted` hook (`session-start --agent copilot --after-compaction`, one hook for
+/// both jobs) prints `{"additionalContext"}`, which Copilot appends to the prompt's message.
+pub fn copilot(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    use super::fake_responses::{FakeResponses, Script, Step};
+    needs(ctx)?;
+    let fake = FakeResponses::start(Script {
+        steps: vec![Step::Say("Hello.".into())],
+        latency: ctx.model_latency,
+    })?;
+    super::copilot::install(ctx, sb, &fake, "copilot")?;
+    seed(sb)?;
+    let mut firsts = Vec::new();
+    let mut last = None;
+    for (i, text) in PROMPTS.iter().enumerate() {
+        let before = fake.model_calls().len();
+        let out = if i == 0 {
+            super::copilot::prompt(ctx, sb, &fake, text)?
+        } else {
+            let session = super::copilot_start::only_session(sb)?;
+            let args = [
+                "--resume",
+                &session,
+                "-p",
+                text,
+                "--allow-all",
+                "--output-format",
+                "json",
+            ];
+            let out = sb.run(super::copilot::copilot(ctx), &args, ctx.gate_timeout)?;
+            expect(
+                out.success(),
+                &format!("`copilot --resume -p {text:?}` failed"),
+                &out,
+            )?;
+            out
+        };
+        let _ = std::fs::write(sb.root.join("model-requests.jsonl"), fake.dump());
+        if let Some(first) = fake.model_calls().into_iter().nth(before) {
+            firsts.push((first.seq, first.body));
+        }
+        last = Some(out);
+    }
     let out = last.expect("three prompts ran");
     check_requests(&firsts, &out)
 }
