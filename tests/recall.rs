@@ -97,6 +97,15 @@ fn each_agent_gets_it_in_its_own_form() {
             "{agent}"
         );
     }
+    // Gemini CLI 0.61.0 puts the session-start text before the prompt: it is not searched.
+    let index = "<hook_context>Before exploring or working on anything you don't already know, \
+                 query the memory store first. Memory index: - gotcha: Deploys need a tag\
+                 </hook_context>\n\n";
+    let out = world.ok(
+        &["prompt", "--agent", "gemini"],
+        &json!({"session_id": "g2", "cwd": world.repo, "prompt": format!("{index}{MATCHING}")}),
+    );
+    assert!(out.contains(BODY), "{out}");
     let copilot = world.ok(&["prompt", "--agent", "copilot"], &input("copilot"));
     let answer: Value = serde_json::from_str(&copilot).unwrap();
     assert!(answer["additionalContext"].as_str().unwrap().contains(BODY));

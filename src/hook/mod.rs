@@ -18,7 +18,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 
-pub use prompt::{PromptArgs, PromptDialect, PromptForm};
+pub use prompt::{PromptArgs, PromptDialect, PromptForm, text_of as prompt_text};
 pub use session_start::{Event, Form, PRE_COMPACT, Plain, StartArgs, StartDialect, Turn};
 
 use crate::config::AgentId;

@@ -279,6 +279,16 @@ const SCENARIOS: &[Scenario] = &[
         run: recall::copilot,
     },
     Scenario {
+        name: "recall-qwen",
+        about: "three prompts in one Qwen Code process (stream-json): memloop's UserPromptSubmit hook gives no note for a nonsense prompt, the note's full text with one that matches it, not again with a second one",
+        run: recall::qwen,
+    },
+    Scenario {
+        name: "recall-gemini",
+        about: "three prompts of one Gemini CLI session (gemini -p, then --resume latest): memloop's BeforeAgent hook gives no note for a nonsense prompt, the note's full text with one that matches it, not again with a second one",
+        run: recall::gemini,
+    },
+    Scenario {
         name: "session-start-claude",
         about: "a stored note is in Claude Code's first model request (SessionStart additionalContext); /compact sends the PreCompact reminder to the summary and the next request holds the index again",
         run: session_start::claude,

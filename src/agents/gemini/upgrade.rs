@@ -11,7 +11,10 @@
 
 use serde_json::Value;
 
-use super::{DIALECT, HOOK_COMMAND, SESSION_START_COMMAND, SETTINGS, session_start_group};
+use super::{
+    DIALECT, HOOK_COMMAND, PROMPT_COMMAND, SESSION_START_COMMAND, SETTINGS, prompt_group,
+    session_start_group,
+};
 use crate::config::AgentId;
 use crate::engine::PlanError;
 use crate::upgrade::joined_groups::{self, JoinedGroups, Piece};
@@ -19,7 +22,28 @@ use crate::upgrade::{Env, Files, Migration};
 use crate::version::{Product, Range, Version};
 
 /// Gemini's migrations, in the order they run.
-pub const MIGRATIONS: &[Migration] = &[HOOKS_SWITCH, SESSION_START];
+pub const MIGRATIONS: &[Migration] = &[HOOKS_SWITCH, SESSION_START, RECALL];
+
+pub const RECALL: Migration = Migration {
+    id: "gemini-recall",
+    agent: Some(AgentId::Gemini),
+    range: Range::Any,
+    about: "memloop's BeforeAgent hook (the notes that match each prompt) joins its AfterAgent hook in .gemini/settings.json",
+    detect: |env, files| RECALL_GROUPS.detect(env, files),
+    rewrite: |env, files| RECALL_GROUPS.rewrite(env, files),
+};
+
+const RECALL_GROUPS: JoinedGroups = JoinedGroups {
+    file: SETTINGS,
+    dialect: DIALECT,
+    gate: ("AfterAgent", HOOK_COMMAND),
+    pieces: &[Piece {
+        event: "BeforeAgent",
+        command: PROMPT_COMMAND,
+        group: prompt_group,
+        wanted: joined_groups::recall,
+    }],
+};
 
 pub const SESSION_START: Migration = Migration {
     id: "gemini-session-start",

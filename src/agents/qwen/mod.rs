@@ -31,6 +31,9 @@ pub const HOOK_COMMAND: &str = "memloop hook stop --agent qwen";
 pub const SESSION_START_COMMAND: &str = "memloop hook session-start --agent qwen";
 /// `memloop hook pre-compact`: its `additionalContext` joins the summary's system prompt.
 pub const PRE_COMPACT_COMMAND: &str = "memloop hook pre-compact --agent qwen";
+/// `memloop hook prompt`: the notes matching each prompt, as the UserPromptSubmit hook's
+/// `additionalContext`.
+pub const PROMPT_COMMAND: &str = "memloop hook prompt --agent qwen";
 pub const PROJECT_SETTINGS: &str = ".qwen/settings.json";
 /// Comments are stripped before `JSON.parse`; a trailing comma is not.
 pub const DIALECT: Dialect = Dialect::Comments;
@@ -144,6 +147,12 @@ pub fn targets(ctx: &Context) -> Vec<Target> {
                     value: hook_group(),
                     command: HOOK_COMMAND.into(),
                 },
+                Fragment::JsonHookGroup {
+                    path: vec!["hooks".into(), "UserPromptSubmit".into()],
+                    value: command_group(PROMPT_COMMAND),
+                    command: PROMPT_COMMAND.into(),
+                }
+                .wanted_if(ctx.config.memory.recall),
                 Fragment::JsonHookGroup {
                     path: vec!["hooks".into(), "SessionStart".into()],
                     value: command_group(SESSION_START_COMMAND),

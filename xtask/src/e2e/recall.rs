@@ -46,6 +46,15 @@ fn count(haystack: &str, needle: &str) -> usize {
 /// The check every agent's scenario ends with: `firsts` holds, per prompt, the first
 /// conversation request the model received for it (its number and body).
 pub fn check_requests(firsts: &[(usize, Value)], out: &Output) -> Result<()> {
+    check_requests_wanting(firsts, out, [0, 1, 1])
+}
+
+/// [`check_requests`] with how often each prompt's request must hold the note.
+fn check_requests_wanting(
+    firsts: &[(usize, Value)],
+    out: &Output,
+    wanted: [usize; 3],
+) -> Result<()> {
     if firsts.len() != PROMPTS.len() {
         bail!(
             "{} of {} prompts reached the model\n{}",
@@ -54,7 +63,6 @@ pub fn check_requests(firsts: &[(usize, Value)], out: &Output) -> Result<()> {
             out.report()
         );
     }
-    let wanted = [0, 1, 1];
     for (((seq, body), want), prompt) in firsts.iter().zip(wanted).zip(PROMPTS) {
         let text = all_text(body);
         let (recalls, bodies) = (count(&text, RECALL_MARK), count(&text, BODY_MARK));
@@ -210,4 +218,90 @@ pub fn copilot(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     }
     let out = last.expect("three prompts ran");
     check_requests(&firsts, &out)
+}
+
+/// Qwen Code in one process (stream-json input, three prompts): memloop's UserPromptSubmit
+/// hook's `hookSpecificOutput.additionalContext` reaches the request of its prompt.
+pub fn qwen(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    needs(ctx)?;
+    let mut script = quiet_script(ctx, sb);
+    script.write_tool = "write_file".into();
+    let fake = FakeModel::start(Dialect::OpenAi, script)?;
+    super::qwen::set_up_user(sb, Some(&fake.base_url()), false)?;
+    let init = sb.run(
+        "memloop",
+        &["init", "--yes", "--agents", "qwen", "--trust"],
+        Duration::from_secs(60),
+    )?;
+    expect(
+        init.success(),
+        "memloop init --agents qwen --trust failed",
+        &init,
+    )?;
+    seed(sb)?;
+    let mut cmd = sb.command(ctx.tools.bin.join("qwen"));
+    cmd.args([
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--yolo",
+    ]);
+    let deadline = Instant::now() + ctx.gate_timeout;
+    let mut p = Proc::spawn(cmd)?;
+    let mut firsts = Vec::new();
+    for prompt in PROMPTS {
+        let before = conversation_calls(&fake).len();
+        let line = json!({"type": "user", "message": {"role": "user", "content": prompt}});
+        p.write_stdin(&format!("{line}\n"))?;
+        if p.wait_line(deadline, |l| l.contains("\"type\":\"result\""))
+            .is_none()
+        {
+            break;
+        }
+        if let Some(first) = conversation_calls(&fake).into_iter().nth(before) {
+            firsts.push(numbered(first));
+        }
+    }
+    p.close_stdin();
+    let out = p.finish(deadline.max(Instant::now() + Duration::from_secs(20)));
+    save(sb, &fake);
+    check_requests(&firsts, &out)
+}
+
+/// Gemini CLI: three `gemini -p` runs of one session (`--resume latest` after the first).
+/// memloop's BeforeAgent hook's `hookSpecificOutput.additionalContext` reaches the request of
+/// its prompt (as `<hook_context>` after the prompt's text). Gemini CLI 0.61.0 does not keep
+/// that context in the history it resumes from, so the third request holds no copy at all:
+/// memloop did not give it again, and the resumed session lost the first (recall_facts.md).
+pub fn gemini(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    use super::fake_gemini::{FakeGemini, Script, Step};
+    needs(ctx)?;
+    let fake = FakeGemini::start(Script {
+        steps: vec![Step::Say("Hello.".into())],
+        latency: ctx.model_latency,
+    })?;
+    super::gemini_memloop::install(ctx, sb, &fake)?;
+    seed(sb)?;
+    let mut firsts = Vec::new();
+    let mut last = None;
+    for (i, text) in PROMPTS.iter().enumerate() {
+        let before = fake.model_calls().len();
+        let mut args = vec!["-p", text, "--yolo", "--output-format", "stream-json"];
+        if i > 0 {
+            args.extend(["--resume", "latest"]);
+        }
+        let out = sb.run("gemini", &args, ctx.gate_timeout)?;
+        expect(
+            out.success(),
+            &format!("`gemini -p {text:?}` failed\n{}", fake.transcript()),
+            &out,
+        )?;
+        if let Some(first) = fake.model_calls().into_iter().nth(before) {
+            firsts.push((first.seq, first.body));
+        }
+        last = Some(out);
+    }
+    let out = last.expect("three prompts ran");
+    check_requests_wanting(&firsts, &out, [0, 1, 0])
 }
