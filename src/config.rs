@@ -405,8 +405,11 @@ impl Config {
     /// [`Config::load`], with each enabled agent's [`ServerCheck`] of the `[server]` values.
     pub fn load_checked(root: &Path, check: ServerCheck) -> anyhow::Result<Option<Config>> {
         let path = root.join(FILE_NAME);
-        // A FIFO or a device named memloop.toml is refused, never read (it could block forever).
-        let bytes = match crate::files::read_regular(&path) {
+        // A FIFO or a device named memloop.toml is refused, never read (it could block forever),
+        // and so is a link that leads out of the repository.
+        let bytes = match crate::files::check_within(&path, root)
+            .and_then(|()| crate::files::read_regular(&path))
+        {
             Ok(bytes) => bytes,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(err) => {

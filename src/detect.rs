@@ -13,7 +13,7 @@ pub fn installed_version(program: &str) -> Option<String> {
     let path = which::which(program).ok()?;
     let key = CacheKey::of(&path)?;
     let cache_path = crate::files::state_dir().ok()?.join("versions.json");
-    let mut cache: BTreeMap<String, Cached> = fs_err::read(&cache_path)
+    let mut cache: BTreeMap<String, Cached> = crate::files::read_regular(&cache_path)
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .unwrap_or_default();

@@ -8,9 +8,14 @@ use anyhow::Context as _;
 
 mod lock;
 mod read;
+mod replace;
 
 pub use lock::{FileLock, process_note};
-pub use read::{RealPathError, describe_kind, open_regular, read_regular, real_path};
+pub use read::{
+    MAX_READ, RealPathError, check_within, describe_kind, open_regular, read_at_most,
+    read_optional, read_regular, read_text, read_within, real_path,
+};
+pub use replace::{CHANGED, Guard, Stamp, Was, remove_guarded, replace_guarded};
 
 /// The user's home directory, from `HOME` (or the platform's notion of it).
 pub fn home_dir() -> anyhow::Result<PathBuf> {

@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use std::ops::Not as _;
+
 use anyhow::{Context as _, bail};
 
 use crate::config::{self, AgentId, Config, Server};
@@ -93,4 +95,109 @@ impl Context<'_> {
     pub fn project_target_display(&self, rel: &str) -> (PathBuf, String) {
         (self.root.join(rel), rel.to_owned())
     }
+}
+
+/// Whether git's `HEAD` in `root` holds `rel` (a file or a link). False where git cannot say:
+/// no git on PATH, not a repository, no commit yet.
+pub fn tracked_in_head(root: &Path, rel: &Path) -> bool {
+    let Some(rel) = rel.to_str() else {
+        return false;
+    };
+    std::process::Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["cat-file", "-e"])
+        .arg(format!("HEAD:{rel}"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+/// The repository as git held it right before `memloop.toml` was first committed: what the
+/// files were before memloop came, where this machine has no record of the install.
+pub struct BeforeMemloop {
+    root: PathBuf,
+    /// The commit before the one that added memloop.toml; `None` when that was the first.
+    parent: Option<String>,
+}
+
+impl BeforeMemloop {
+    /// `None` where git cannot say (no git, not a repository, memloop.toml never committed).
+    pub fn find(root: &Path) -> Option<BeforeMemloop> {
+        let git = |args: &[&str]| {
+            std::process::Command::new("git")
+                .arg("-C")
+                .arg(root)
+                .args(args)
+                .stdin(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .output()
+                .ok()
+                .filter(|out| out.status.success())
+                .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+        };
+        let added = git(&[
+            "log",
+            "--diff-filter=A",
+            "--format=%H",
+            "--",
+            crate::config::FILE_NAME,
+        ])?;
+        let first = added.lines().last()?.trim().to_owned();
+        let parent = git(&["rev-parse", "--verify", "--quiet", &format!("{first}^")])
+            .map(|out| out.trim().to_owned());
+        Some(BeforeMemloop {
+            root: root.to_path_buf(),
+            parent,
+        })
+    }
+
+    /// What `rel` held before memloop: its text, or missing. `None` when git cannot say (a
+    /// file that is not UTF-8, a symlink).
+    pub fn content(&self, rel: &Path) -> Option<crate::engine::Content> {
+        use crate::engine::Content;
+        let Some(parent) = &self.parent else {
+            return Some(Content::Missing);
+        };
+        let spec = format!("{parent}:{}", rel.to_str()?);
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&self.root)
+            .args(["cat-file", "-p", &spec])
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            return tracked_in(&self.root, parent, rel)
+                .not()
+                .then_some(Content::Missing);
+        }
+        let mode = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&self.root)
+            .args(["ls-tree", parent, "--"])
+            .arg(rel)
+            .output()
+            .ok()?;
+        if String::from_utf8_lossy(&mode.stdout).starts_with("120000") {
+            return None;
+        }
+        String::from_utf8(out.stdout)
+            .ok()
+            .map(|text| Content::File { text })
+    }
+}
+
+/// Whether commit `rev` holds `rel`.
+fn tracked_in(root: &Path, rev: &str, rel: &Path) -> bool {
+    std::process::Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["ls-tree", "--name-only", rev, "--"])
+        .arg(rel)
+        .output()
+        .is_ok_and(|out| out.status.success() && !out.stdout.is_empty())
 }

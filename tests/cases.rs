@@ -1,7 +1,8 @@
 //! Installer cases as data, in the style of cargo-add's tests: each folder in `tests/cases/`
 //! holds `case.toml` (the command and its expected exit code), `in/` (the starting files:
 //! `repo/` and optionally `home/`) and `out/` (the expected files afterwards; absent when the
-//! command must leave everything untouched).
+//! command must leave everything untouched). With `setup`, commands run first and `edit/` is
+//! written over their result (a user's change after an install) before the command.
 //!
 //! Every successful case also checks three properties: a second `memloop sync` changes nothing,
 //! `memloop uninstall --yes` gives back the `in/` tree byte for byte, and a second uninstall
@@ -36,6 +37,10 @@ struct CaseFile {
     /// FIFOs to make before the run, relative to `in/` (`repo/.mcp.json`): git cannot hold them.
     #[serde(default)]
     fifos: Vec<String>,
+    /// Commands run first (each must succeed), after which the files in `edit/` (`repo/`,
+    /// `home/`) are written over the result: what a user changed after an install.
+    #[serde(default)]
+    setup: Vec<Vec<String>>,
 }
 
 /// `specials` are the FIFOs the case made under `actual` (relative paths): expected to stay.
@@ -75,6 +80,23 @@ fn run_case(case: &Path) -> Vec<String> {
         };
         trees::make_fifo(&base.join(rel));
         list.push(PathBuf::from(rel));
+    }
+    for step in &spec.setup {
+        let out = sandbox.run_with(step, &spec.env);
+        if !out.status.success() {
+            return vec![format!(
+                "setup step {step:?} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )];
+        }
+    }
+    if case.join("edit").exists() {
+        for (scope, base) in [("repo", &sandbox.repo), ("home", &sandbox.home)] {
+            let from = case.join("edit").join(scope);
+            if from.exists() {
+                copy_tree(&from, base);
+            }
+        }
     }
     let output = sandbox.run_with(&spec.args, &spec.env);
     let (stdout, stderr) = (

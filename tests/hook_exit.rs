@@ -151,3 +151,36 @@ fn other_commands_keep_exit_2_for_usage_errors() {
         assert!(run.stderr.contains("error:"), "{line}: {}", run.stderr);
     }
 }
+
+/// The session-start hooks name what the agent goes on without when their time runs out: the
+/// session starts without the index (not "the stop was not blocked", which is the gate's).
+#[test]
+fn a_session_start_out_of_time_says_the_session_starts_without_the_index() {
+    let state = tempfile::tempdir().unwrap();
+    for event in ["session-start", "pre-compact"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_memloop"))
+            .args(["hook", event, "--agent", "claude"])
+            .current_dir(state.path())
+            .env("XDG_STATE_HOME", state.path())
+            .env("MEMLOOP_GATE_BUDGET_MS", "50")
+            // A pipe nobody writes to or closes: the wait for the input outlasts the budget.
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let output = child.wait_with_output().unwrap();
+        drop(stdin);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{event}: {stderr}");
+        assert!(
+            stderr.starts_with("memloop hook: gave up after 50 ms while reading the hook input")
+                && stderr
+                    .trim_end()
+                    .ends_with("the session starts without the memory index"),
+            "{event}: {stderr}"
+        );
+        assert!(output.stdout.is_empty(), "{event}");
+    }
+}

@@ -229,7 +229,7 @@ async fn the_files_win_over_a_missing_or_stale_cache() {
         .unwrap()
         .to_owned();
     close(client).await;
-    let cache = repo.path().join(".memloop/cache/index.json");
+    let cache = repo.path().join(".memloop/cache/notes.seg");
     assert!(cache.is_file());
 
     // A reviewer rewrites the note in place while no server runs.

@@ -231,3 +231,155 @@ fn a_dangling_agents_md_link_goes() {
     sandbox.ok(&["uninstall", "--yes"]);
     assert!(!exists(&sandbox.repo.join("AGENTS.md")));
 }
+
+// ---- another machine: no install state, a real git history ----------------------------------
+
+/// Runs git in the sandbox's repository (an identity of its own, no user config read).
+fn git(sandbox: &Sandbox, args: &[&str]) {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.test"])
+        .args(args)
+        .current_dir(&sandbox.repo)
+        .env("HOME", &sandbox.home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A sandbox whose repository is a real git repository (the harness makes an empty `.git/`).
+fn git_sandbox() -> Sandbox {
+    let sandbox = Sandbox::empty();
+    std::fs::remove_dir_all(sandbox.repo.join(".git")).unwrap();
+    git(&sandbox, &["init", "-q", "."]);
+    sandbox
+}
+
+/// memloop with git on PATH, as on a developer's machine.
+fn with_git(sandbox: &Sandbox, args: &[&str]) -> String {
+    let env = std::collections::BTreeMap::from([("PATH".to_owned(), "/usr/bin:/bin".to_owned())]);
+    let out = sandbox.run_with(args, &env);
+    assert!(
+        out.status.success(),
+        "memloop {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn tree(sandbox: &Sandbox) -> trees::Tree {
+    let mut tree = trees::snapshot(&sandbox.repo);
+    tree.remove(Path::new("memloop.toml"));
+    tree
+}
+
+#[test]
+fn uninstall_without_state_keeps_files_git_tracks_that_it_has_no_record_of_creating() {
+    let sandbox = git_sandbox();
+    // The user's own committed settings, byte for byte what memloop writes from nothing, and
+    // the same for files of other agents: another machine cannot tell them from memloop's.
+    let mine = Sandbox::empty();
+    mine.ok(&["init", "--yes", "--agents", "claude,opencode,kimi,codex"]);
+    for rel in [
+        ".claude/settings.json",
+        "opencode.json",
+        ".mcp.json",
+        ".kimi-code/mcp.json",
+        ".codex/hooks.json",
+    ] {
+        if mine.exists(rel) {
+            sandbox.write(rel, &mine.read(rel));
+        }
+    }
+    git(&sandbox, &["add", "-A"]);
+    git(&sandbox, &["commit", "-qm", "the user's files"]);
+    let committed = tree(&sandbox);
+    assert!(committed.len() >= 4, "{committed:?}");
+    with_git(
+        &sandbox,
+        &["init", "--yes", "--agents", "claude,opencode,kimi,codex"],
+    );
+    sandbox.forget_install();
+    let out = with_git(&sandbox, &["uninstall", "--yes"]);
+    for (rel, entry) in &committed {
+        assert_eq!(
+            tree(&sandbox).get(rel),
+            Some(entry),
+            "{} was committed and is gone or changed:\n{out}",
+            rel.display()
+        );
+        assert!(
+            out.contains(&format!("kept      {}", rel.display())),
+            "{}:\n{out}",
+            rel.display()
+        );
+    }
+}
+
+#[test]
+fn uninstall_on_another_machine_leaves_the_tree_as_it_was_before_memloop() {
+    let sandbox = git_sandbox();
+    sandbox.write(".claude/settings.json", "{\n  \"model\": \"opus\"\n}\n");
+    sandbox.write("opencode.json", "{\n  \"theme\": \"dark\"\n}\n");
+    sandbox.write(
+        ".gemini/settings.json",
+        "{\"ui\": {\"theme\": \"GitHub\"}}\n",
+    );
+    sandbox.write("README.md", "# Project\n");
+    git(&sandbox, &["add", "-A"]);
+    git(&sandbox, &["commit", "-qm", "before memloop"]);
+    let before = tree(&sandbox);
+    // Machine A installs and commits; machine B (no state) uninstalls.
+    with_git(
+        &sandbox,
+        &[
+            "init",
+            "--yes",
+            "--agents",
+            "claude,opencode,gemini,qwen,codex",
+        ],
+    );
+    // The plugin is left out of the commit: deleting it must not leave `.opencode/plugins/`.
+    std::fs::write(sandbox.repo.join(".git/info/exclude"), ".opencode/\n").unwrap();
+    git(&sandbox, &["add", "-A"]);
+    git(&sandbox, &["commit", "-qm", "memloop"]);
+    sandbox.forget_install();
+    with_git(&sandbox, &["uninstall", "--yes"]);
+    let after = tree(&sandbox);
+    for (rel, entry) in &before {
+        assert_eq!(after.get(rel), Some(entry), "{}", rel.display());
+    }
+    for text in [
+        sandbox.read(".claude/settings.json"),
+        sandbox.read("opencode.json"),
+    ] {
+        assert!(
+            !text.contains("$schema") && !text.contains("hooks") && !text.contains("mcp"),
+            "{text}"
+        );
+    }
+    assert!(
+        !sandbox.repo.join(".opencode").exists(),
+        "an empty .opencode/plugins/ was left"
+    );
+}
+
+#[test]
+fn uninstall_without_state_or_history_removes_the_folders_it_emptied() {
+    let sandbox = Sandbox::empty();
+    sandbox.ok(&["init", "--yes", "--agents", "opencode,gemini,qwen"]);
+    sandbox.forget_install();
+    sandbox.ok(&["uninstall", "--yes"]);
+    assert_eq!(
+        tree(&sandbox).keys().collect::<Vec<_>>(),
+        Vec::<&std::path::PathBuf>::new(),
+        "left behind"
+    );
+    for dir in [".opencode", ".gemini", ".qwen"] {
+        assert!(!sandbox.repo.join(dir).exists(), "{dir} left behind");
+    }
+}

@@ -92,49 +92,61 @@ pub fn run(args: MemoryArgs) -> anyhow::Result<ExitCode> {
             server.name
         );
     }
-    let mut store = if matches!(args.command, MemoryCommand::Search { .. }) {
-        Store::open(&root)?
-    } else {
-        Store::open_unsearchable(&root)?
-    };
+    let mut store = Store::open(&root)?;
     let out = match args.command {
         MemoryCommand::List {
             all,
             forgotten,
             limit,
         } => {
-            let mut notes: Vec<(&str, &Note)> = store
+            // Chosen and ordered from the index; only the notes listed are read.
+            let mut chosen: Vec<(String, i64)> = store
                 .notes
-                .iter()
-                .filter(|(_, n)| match (all, forgotten) {
+                .list()?
+                .into_iter()
+                .filter(|(_, meta)| match (all, forgotten) {
                     (true, _) => true,
-                    (_, true) => n.forgotten.is_some(),
-                    _ => n.forgotten.is_none(),
+                    (_, true) => !meta.searchable,
+                    _ => meta.searchable,
                 })
+                .map(|(id, meta)| (id, meta.at_ms))
                 .collect();
-            notes.sort_by(|a, b| b.1.created.cmp(&a.1.created).then_with(|| a.0.cmp(b.0)));
-            notes.truncate(limit.unwrap_or(usize::MAX));
-            let routes: Vec<(&str, &Route)> = if forgotten {
+            chosen.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            chosen.truncate(limit.unwrap_or(usize::MAX));
+            let notes: Vec<(String, Note)> = chosen
+                .into_iter()
+                .filter_map(|(id, _)| store.notes.get(&id).map(|note| (id, note)))
+                .collect();
+            let routes: Vec<(String, Route)> = if forgotten {
                 Vec::new()
             } else {
-                store.routes.iter().collect()
+                store
+                    .routes
+                    .list()?
+                    .into_iter()
+                    .filter_map(|(id, _)| store.routes.get(&id).map(|route| (id, route)))
+                    .collect()
             };
-            listing(format, &notes, &routes)
-        }
-        MemoryCommand::Search { query, limit } => {
-            let query = query.join(" ");
-            let notes = store.notes.answer(&query, limit);
-            let routes = store.routes.answer(&query, limit.min(5));
             let notes: Vec<(&str, &Note)> = notes.iter().map(|(id, n)| (id.as_str(), n)).collect();
             let routes: Vec<(&str, &Route)> =
                 routes.iter().map(|(id, r)| (id.as_str(), r)).collect();
             listing(format, &notes, &routes)
         }
+        MemoryCommand::Search { query, limit } => {
+            let query = query.join(" ");
+            let notes = store.answer_notes(&query, limit);
+            let routes = store.answer_routes(&query, limit.min(5));
+            let notes: Vec<(&str, &Note)> =
+                notes.iter().map(|f| (f.id.as_str(), &f.record)).collect();
+            let routes: Vec<(&str, &Route)> =
+                routes.iter().map(|f| (f.id.as_str(), &f.record)).collect();
+            listing(format, &notes, &routes)
+        }
         MemoryCommand::Show { id } => {
             if let Some(note) = store.notes.get(&id) {
-                show_note(format, &id, note)
+                show_note(format, &id, &note)
             } else if let Some(route) = store.routes.get(&id) {
-                show_route(format, &id, route)
+                show_route(format, &id, &route)
             } else {
                 return Ok(unknown(&id));
             }
@@ -157,9 +169,6 @@ pub fn run(args: MemoryArgs) -> anyhow::Result<ExitCode> {
         MemoryCommand::Index | MemoryCommand::Recall { .. } => unreachable!("answered above"),
     };
     print!("{out}");
-    if let Err(err) = store.save_cache() {
-        eprintln!("memloop memory: the cache was not written ({err:#}); nothing else is affected");
-    }
     Ok(ExitCode::SUCCESS)
 }
 

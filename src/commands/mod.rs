@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use crate::agents;
-use crate::engine::{self, Change, Mode, PlanError};
+use crate::engine::{self, Change, Content, Mode, PlanError};
 use crate::repo::Repo;
 use crate::report;
 use crate::target::Wanted;
@@ -34,8 +34,33 @@ impl Repo {
             ctx = ctx.trusting();
         }
         let mut wanted = agents::wanted(&ctx)?;
-        let originals = |path: &Path| self.state.original(path);
+        // Taking everything back on a machine with no record of the install (another machine, a
+        // lost state folder): what git held before memloop came stands in for the record.
+        let before_memloop = if mode == Mode::Remove {
+            crate::repo::BeforeMemloop::find(&self.root)
+        } else {
+            None
+        };
+        let originals = |path: &Path| {
+            self.state.original(path).or_else(|| {
+                let base = before_memloop.as_ref()?;
+                base.content(path.strip_prefix(&self.root).ok()?)
+            })
+        };
         let mut changes = engine::plan(&self.root, &wanted.targets, mode, &originals)?;
+        // A file git held before memloop, and that holds just that plus memloop's entries now,
+        // gets those bytes back exactly (as with a record of the install).
+        if before_memloop.is_some() {
+            for change in &mut changes {
+                if self.state.original(&change.write_path).is_none()
+                    && let Some(original) = originals(&change.write_path)
+                    && original != Content::Missing
+                    && engine::installed_over(&change.target, &original, &change.before)
+                {
+                    change.after = original;
+                }
+            }
+        }
         if mode == Mode::Install {
             let unwanted = agents::unwanted(&ctx, &wanted.targets)?;
             let mut removals = engine::plan(&self.root, &unwanted, Mode::Remove, &originals)?;
@@ -64,7 +89,7 @@ impl Repo {
             changes.extend(removals);
             if !ctx.user_scope && !ctx.enabled(crate::config::AgentId::Kimi) {
                 let config = agents::kimi::code_home(&ctx).join("config.toml");
-                let holds_hook = std::fs::read_to_string(&config)
+                let holds_hook = crate::files::read_text(&config)
                     .is_ok_and(|text| text.contains(agents::kimi::HOOK_COMMAND));
                 if holds_hook {
                     wanted.skipped.push(format!(

@@ -119,13 +119,19 @@ pub(crate) fn check_conflicts_hinting(
                 Some(original) => member(&original, *dialect, path).is_none(),
                 None => false,
             };
-            if !written_by_memloop {
+            let changed = rewritten(repo, change);
+            if !written_by_memloop || changed {
                 let text = Encoding::decode(change.before.text().as_bytes(), "")
                     .map(|(text, _)| text)
                     .unwrap_or_default();
                 let (line, col) = crate::edit::json::value_position(&text, path);
+                let (what, hint) = if changed {
+                    (REWRITTEN, REWRITTEN_HINT)
+                } else {
+                    ("already exists and memloop did not write it", hint)
+                };
                 bail!(
-                    "{}:{line}:{col}: `{}` already exists and memloop did not write it.\n  yours:    {}\n  memloop's: {}\n{hint}",
+                    "{}:{line}:{col}: `{}` {what}.\n  yours:    {}\n  memloop's: {}\n{hint}",
                     change.target.display,
                     path.join("."),
                     current,
@@ -135,6 +141,18 @@ pub(crate) fn check_conflicts_hinting(
         }
     }
     Ok(())
+}
+
+const REWRITTEN: &str =
+    "is memloop's, but it was changed since memloop wrote it (by you or another program)";
+const REWRITTEN_HINT: &str = "memloop keeps the change: put it in memloop.toml if memloop should write it, \
+     or run again with --force to write memloop's entry over it";
+
+/// Whether the file changed since memloop wrote it, while memloop still wants there what it
+/// wrote: an owned entry that differs now is someone else's change, never silently undone.
+fn rewritten(repo: &Repo, change: &Change) -> bool {
+    repo.state
+        .changed_by_someone_else(&change.write_path, &change.before, &change.target.desired)
 }
 
 /// The same for a TOML table memloop owns whole (Codex's `[mcp_servers.<name>]`).
@@ -182,9 +200,15 @@ fn check_toml_conflicts(repo: &Repo, change: &Change, hint: &str) -> anyhow::Res
             .state
             .original(&change.write_path)
             .is_some_and(|original| table_text(&original, path).is_none());
-        if !written_by_memloop {
+        let changed = rewritten(repo, change);
+        if !written_by_memloop || changed {
+            let (what, hint) = if changed {
+                (REWRITTEN, REWRITTEN_HINT)
+            } else {
+                ("already exists and memloop did not write it", hint)
+            };
             bail!(
-                "{}: [{}] already exists and memloop did not write it.\n  yours:    {current}\n  memloop's: {}\n{hint}",
+                "{}: [{}] {what}.\n  yours:    {current}\n  memloop's: {}\n{hint}",
                 change.target.display,
                 crate::edit::toml::dotted(path),
                 wanted.join(", ")

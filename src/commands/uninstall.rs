@@ -53,6 +53,7 @@ pub fn run(args: UninstallArgs) -> anyhow::Result<ExitCode> {
     if let Some(link) = dangling_agents_link(&repo, &changes) {
         changes.push(link);
     }
+    let committed = keep_committed_files(&repo, &mut changes);
     let user_files: Vec<&Change> = changes
         .iter()
         .filter(|c| c.target.scope == Scope::User && !c.is_noop())
@@ -72,11 +73,18 @@ pub fn run(args: UninstallArgs) -> anyhow::Result<ExitCode> {
         println!("memloop uninstall --dry-run: nothing written");
         return Ok(ExitCode::SUCCESS);
     }
+    let unrecorded: Vec<PathBuf> = changes
+        .iter()
+        .filter(|c| c.after == Content::Missing && !c.is_noop())
+        .filter(|c| repo.state.original(&c.write_path).is_none())
+        .map(|c| c.write_path.clone())
+        .collect();
     apply(&changes, &mut repo.state)?;
     for change in &changes {
         repo.state.release(&change.write_path, &change.after);
     }
     remove_created_dirs(&mut repo.state);
+    remove_emptied_dirs(&repo.root, &unrecorded);
     if kept.is_empty() {
         repo.state.user_scope = false;
         repo.state.trusted = false;
@@ -87,6 +95,12 @@ pub fn run(args: UninstallArgs) -> anyhow::Result<ExitCode> {
     for display in kept {
         println!(
             "  kept      {display}  (outside the repository: run `memloop uninstall --yes` to remove it)"
+        );
+    }
+    for display in committed {
+        println!(
+            "  kept      {display}  (committed in git, and this machine has no record of memloop creating it: \
+             if it is memloop's alone, remove it with `git rm {display}`)"
         );
     }
     println!("memloop.toml is kept; delete it to forget these settings");
@@ -134,6 +148,50 @@ fn keep_links_that_still_point_somewhere(repo: &Repo, changes: &mut [Change]) {
             change.after = change.before.clone();
         }
     }
+}
+
+/// The folders that deleting `files` left empty, inside the repository: where this machine
+/// has no record of the install (so no record of the folders memloop created either), a folder
+/// that holds nothing once memloop's file is gone (`.opencode/plugins/`) goes with it. Folders
+/// hold no bytes of the user's, and a folder that still holds anything stays.
+fn remove_emptied_dirs(root: &std::path::Path, files: &[PathBuf]) {
+    for file in files {
+        for dir in file.ancestors().skip(1) {
+            if dir == root || !dir.starts_with(root) || dir.ends_with(".git") {
+                break;
+            }
+            // A folder reached through a link is somewhere else; a full folder stays.
+            let is_plain_dir = std::fs::symlink_metadata(dir).is_ok_and(|meta| meta.is_dir());
+            if !is_plain_dir || std::fs::remove_dir(dir).is_err() {
+                break;
+            }
+        }
+    }
+}
+
+/// A file in the repository that uninstall would delete although this machine has no record of
+/// memloop creating it (another machine, a lost state folder) may be the user's, even when it
+/// holds exactly what memloop writes from nothing: when git tracks it in `HEAD`, it stays as it
+/// is. Returns what was kept, for the report.
+fn keep_committed_files(repo: &Repo, changes: &mut [Change]) -> Vec<String> {
+    let mut kept = Vec::new();
+    for change in changes.iter_mut() {
+        if change.after != Content::Missing
+            || change.before == Content::Missing
+            || change.target.scope != Scope::Project
+            || repo.state.original(&change.write_path).is_some()
+        {
+            continue;
+        }
+        let Ok(rel) = change.write_path.strip_prefix(&repo.root) else {
+            continue;
+        };
+        if crate::repo::tracked_in_head(&repo.root, rel) {
+            change.after = change.before.clone();
+            kept.push(change.target.display.clone());
+        }
+    }
+    kept
 }
 
 /// `AGENTS.md -> CLAUDE.md` that no planned change covers (memloop.toml names only Claude now)

@@ -9,7 +9,10 @@ use anyhow::{Context as _, bail};
 
 use super::state::InstallState;
 use super::{Change, Content, read};
-use crate::files::{FileLock, create_private_dir, process_note, real_path, write_atomic_checked};
+use crate::files::{
+    CHANGED, FileLock, Guard, Was, create_private_dir, process_note, real_path, remove_guarded,
+    replace_guarded,
+};
 use crate::instructions::make_symlink;
 
 /// How long a command waits for another memloop working on the same repository.
@@ -47,25 +50,20 @@ impl Lock {
     }
 }
 
-/// The file changed under memloop's hands (an agent rewriting its config).
-fn lost_race(display: &str) -> anyhow::Error {
-    anyhow::anyhow!(
-        "{display} changed while memloop was writing; run again \
-         (another program, such as an agent rewriting its config, changed it after memloop read it)"
-    )
-}
-
-/// Whether `path` still holds `expected`.
-fn still(path: &Path, display: &str, expected: &Content) -> anyhow::Result<()> {
-    let now = read(path, display).map_err(|err| match err {
-        super::PlanError::Refused(r) => anyhow::anyhow!("{}", r[0]),
-        super::PlanError::Other(e) => e,
-    })?;
-    if &now == expected {
-        Ok(())
-    } else {
-        Err(lost_race(display))
+/// Stamps `path` and checks it still holds `expected` (see `files::Guard`).
+fn guard(path: &Path, display: &str, expected: &Content) -> anyhow::Result<Guard> {
+    let was = match expected {
+        Content::Missing => Was::Missing,
+        Content::File { text } => Was::File(text.as_bytes()),
+        Content::Link { .. } => Was::Other,
+    };
+    let guard = Guard::take(path, display, was)?;
+    if let Content::Link { .. } = expected
+        && read(path, display).ok().as_ref() != Some(expected)
+    {
+        bail!("{display} {CHANGED} (another program changed it after memloop read it)");
     }
+    Ok(guard)
 }
 
 /// Paths the install state must record are checked before the first write: a path it cannot
@@ -89,10 +87,10 @@ pub fn apply(changes: &[Change], state: &mut InstallState) -> anyhow::Result<()>
     let pending: Vec<&Change> = changes.iter().filter(|c| !c.is_noop()).collect();
     check_recordable(&pending, state)?;
     for change in &pending {
-        still(&change.write_path, &change.target.display, &change.before).map_err(|_| {
+        guard(&change.write_path, &change.target.display, &change.before).map_err(|_| {
             anyhow::anyhow!(
-                "{} changed while memloop was writing; run again (it changed after memloop read it, \
-                 perhaps an agent rewriting its config); nothing was written",
+                "{} {CHANGED} (it changed after memloop read it, perhaps an agent rewriting its \
+                 config); nothing was written",
                 change.target.display
             )
         })?;
@@ -100,9 +98,8 @@ pub fn apply(changes: &[Change], state: &mut InstallState) -> anyhow::Result<()>
     let mut done: Vec<&Change> = Vec::new();
     for change in pending {
         let display = &change.target.display;
-        let written = put(&change.write_path, &change.after, state, &|| {
-            still(&change.write_path, display, &change.before)
-        });
+        let written = guard(&change.write_path, display, &change.before)
+            .and_then(|guard| put(&change.write_path, &change.after, state, guard));
         if let Err(err) = written {
             // Only what still holds memloop's bytes is put back: a file someone changed since
             // memloop wrote it keeps their change.
@@ -110,11 +107,10 @@ pub fn apply(changes: &[Change], state: &mut InstallState) -> anyhow::Result<()>
                 .iter()
                 .rev()
                 .filter_map(|c| {
-                    put(&c.write_path, &c.before, state, &|| {
-                        still(&c.write_path, &c.target.display, &c.after)
-                    })
-                    .err()
-                    .map(|e| format!("{}: {e:#}", c.target.display))
+                    guard(&c.write_path, &c.target.display, &c.after)
+                        .and_then(|guard| put(&c.write_path, &c.before, state, guard))
+                        .err()
+                        .map(|e| format!("{}: {e:#}", c.target.display))
                 })
                 .collect();
             let mut message = format!("writing {display} failed: {err:#}; ");
@@ -142,30 +138,24 @@ pub fn apply(changes: &[Change], state: &mut InstallState) -> anyhow::Result<()>
                 super::rebased_original(&change.target, &change.before, Some(original)),
             );
         }
-        state.record(path, &change.before, &change.after);
+        state.record(path, &change.before, &change.after, &change.target.desired);
     }
     Ok(())
 }
 
-/// Puts `content` at `path` atomically; `unchanged` runs immediately before the rename (or the
-/// removal) and stops it when the file is no longer what memloop read.
+/// Puts `content` at `path` atomically, as long as `guard` finds the file still as memloop read
+/// it right before the rename (or the removal), and reports a write that slipped in right after.
 fn put(
     path: &Path,
     content: &Content,
     state: &mut InstallState,
-    unchanged: &dyn Fn() -> anyhow::Result<()>,
+    guard: Guard,
 ) -> anyhow::Result<()> {
     match content {
-        Content::Missing => {
-            unchanged()?;
-            match fs_err::remove_file(path) {
-                Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err.into()),
-                _ => Ok(()),
-            }
-        }
+        Content::Missing => remove_guarded(guard),
         Content::File { text } => {
             create_parents(path, state)?;
-            write_atomic_checked(path, text.as_bytes(), true, unchanged)
+            replace_guarded(guard, text.as_bytes(), true)
         }
         Content::Link { target } => {
             create_parents(path, state)?;
@@ -173,7 +163,9 @@ fn put(
             let temp = unique_sibling(dir, path)?;
             make_symlink(target, &temp)
                 .with_context(|| format!("cannot create the symlink {}", path.display()))?;
-            let renamed = unchanged().and_then(|()| Ok(fs_err::rename(&temp, path)?));
+            let renamed = guard
+                .check()
+                .and_then(|()| Ok(fs_err::rename(&temp, path)?));
             if renamed.is_err() {
                 let _ = std::fs::remove_file(&temp);
             }

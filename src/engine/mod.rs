@@ -213,6 +213,12 @@ fn planned(
     })
 }
 
+/// Whether `current` is exactly what installing `target` into `original` gives: nothing but
+/// memloop changed the file since it held `original`.
+pub fn installed_over(target: &Target, original: &Content, current: &Content) -> bool {
+    planned(target, original, Mode::Install, Some(original.clone())).is_ok_and(|c| c == *current)
+}
+
 /// What the file held before memloop, once the user changed it after memloop's last write:
 /// what an uninstall would leave of `current`, given what was known before. Restoring the
 /// first install's bytes instead would throw the user's later edits away.

@@ -9,6 +9,7 @@ use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
 use super::Content;
+use crate::target::Desired;
 
 const STATE_VERSION: u32 = 1;
 
@@ -37,6 +38,21 @@ pub struct InstallState {
 pub struct FileRecord {
     pub original: Content,
     pub written: String,
+    /// What memloop wanted in the file when it last wrote it (a fingerprint of the target's
+    /// fragments): when it still wants the same, an owned entry that differs now was changed
+    /// by someone else, not by a new memloop.toml. Absent in states of older memloops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wanted: Option<String>,
+}
+
+/// A stable fingerprint of what memloop wants in a file.
+fn wanted_fingerprint(desired: &Desired) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(format!("{desired:?}").as_bytes())
+        .iter()
+        .take(16)
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 impl InstallState {
@@ -84,16 +100,35 @@ impl InstallState {
     }
 
     /// Notes a write: the first one keeps the original, every one updates the fingerprint.
-    pub fn record(&mut self, path: &Path, before: &Content, after: &Content) {
+    pub fn record(&mut self, path: &Path, before: &Content, after: &Content, wanted: &Desired) {
         self.released.remove(path);
         let written = after.fingerprint();
+        let wanted = Some(wanted_fingerprint(wanted));
         self.files
             .entry(path.to_path_buf())
-            .and_modify(|record| record.written = written.clone())
+            .and_modify(|record| {
+                record.written = written.clone();
+                record.wanted = wanted.clone();
+            })
             .or_insert_with(|| FileRecord {
                 original: before.clone(),
                 written,
+                wanted,
             });
+    }
+
+    /// Whether memloop last wrote `path` wanting exactly `desired` there, and the file changed
+    /// since: whatever differs from `desired` in it now, someone else changed.
+    pub fn changed_by_someone_else(
+        &self,
+        path: &Path,
+        current: &Content,
+        desired: &Desired,
+    ) -> bool {
+        self.files.get(path).is_some_and(|record| {
+            record.written != current.fingerprint()
+                && record.wanted.as_deref() == Some(wanted_fingerprint(desired).as_str())
+        })
     }
 
     /// Replaces what `path` is known to have held before memloop.

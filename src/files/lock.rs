@@ -111,7 +111,7 @@ impl FileLock {
     /// Who holds the lock at `path` right now (their note), without taking it; `None` when
     /// nobody does or the lock file does not exist.
     pub fn holder(path: &Path) -> Option<String> {
-        let file = std::fs::File::open(path).ok()?;
+        let file = super::open_regular(path).ok()?;
         match file.try_lock_shared() {
             Ok(()) => {
                 let _ = file.unlock();

@@ -51,9 +51,18 @@ fn not_regular(path: &Path, meta: &std::fs::Metadata) -> std::io::Result<()> {
     ))
 }
 
+/// The most memloop reads of one file through the door: far above any config, transcript
+/// row or note it reads whole (Claude Code's `~/.claude.json` runs to megabytes), far below
+/// what would hurt (`/dev/zero` behind a symlink never gets this far; a runaway log might).
+pub const MAX_READ: u64 = 64 << 20;
+
 /// Opens a regular file (following symlinks) for reading and refuses anything else without
 /// blocking: the kind is checked before opening, the file is opened non-blocking, and checked
 /// again on the open handle, so a FIFO or a device swapped in meanwhile is never read from.
+///
+/// This is the door every read of memloop goes through; prefer the readers below it
+/// ([`read_regular`], [`read_text`], [`read_within`], [`read_optional`]), which also bound
+/// the size. Only readers that stream a file from an offset (the gate's logs) open it here.
 pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
     not_regular(path, &std::fs::metadata(path)?)?;
     let mut options = std::fs::OpenOptions::new();
@@ -68,12 +77,77 @@ pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
     Ok(file)
 }
 
-/// Reads a whole regular file; see [`open_regular`].
+/// Reads a whole regular file of at most [`MAX_READ`] bytes; see [`open_regular`].
 pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    read_at_most(path, MAX_READ)
+}
+
+/// Reads a whole regular file of at most `max` bytes; a larger one is refused (naming the file
+/// and the bound), never cut.
+pub fn read_at_most(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read as _;
     let mut bytes = Vec::new();
-    open_regular(path)?.read_to_end(&mut bytes)?;
+    open_regular(path)?
+        .take(max.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "{} is larger than {max} bytes; memloop does not read a file that large",
+                path.display()
+            ),
+        ));
+    }
     Ok(bytes)
+}
+
+/// Reads a whole regular file as UTF-8 text (at most [`MAX_READ`] bytes).
+pub fn read_text(path: &Path) -> std::io::Result<String> {
+    String::from_utf8(read_regular(path)?).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{} is not UTF-8 text", path.display()),
+        )
+    })
+}
+
+/// Like [`read_text`], with a missing file as `None`: the readers for which "not there" is an
+/// answer, and anything else (a FIFO, a folder, a device, too large) an error naming the file.
+pub fn read_optional(path: &Path) -> std::io::Result<Option<String>> {
+    match read_text(path) {
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        other => other.map(Some),
+    }
+}
+
+/// Like [`read_optional`], where every symlink on the way to `path` must resolve inside `place`
+/// (the repository, or the agent's folder for a user file): see [`check_within`].
+pub fn read_within(path: &Path, place: &Path) -> std::io::Result<Option<String>> {
+    check_within(path, place)?;
+    read_optional(path)
+}
+
+/// Refuses, before anything is opened, a `path` whose symlinks lead out of `place`, naming the
+/// file and where it leads.
+pub fn check_within(path: &Path, place: &Path) -> std::io::Result<()> {
+    let refuse = |message: String| {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            message,
+        ))
+    };
+    let real_place = real_path(place).unwrap_or_else(|_| place.to_path_buf());
+    match real_path(path) {
+        Ok(real) if real.starts_with(&real_place) => Ok(()),
+        Ok(real) => refuse(format!(
+            "{} leads to {}, outside {}; memloop does not read through such a link",
+            path.display(),
+            real.display(),
+            place.display()
+        )),
+        Err(err) => refuse(err.to_string()),
+    }
 }
 
 /// Why a path has no real location.
@@ -218,6 +292,38 @@ mod tests {
         let file = dir.path().join("ok.json");
         std::fs::write(&file, "{}").unwrap();
         assert_eq!(read_regular(&file).unwrap(), b"{}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_door_bounds_the_size_and_keeps_links_inside_their_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let place = base.join("repo");
+        std::fs::create_dir_all(&place).unwrap();
+        std::fs::write(base.join("secret.json"), "{}").unwrap();
+        std::fs::write(place.join("mine.json"), "{\"a\": 1}").unwrap();
+        std::os::unix::fs::symlink("mine.json", place.join("inside.json")).unwrap();
+        std::os::unix::fs::symlink("../secret.json", place.join("outside.json")).unwrap();
+        assert_eq!(
+            read_within(&place.join("inside.json"), &place)
+                .unwrap()
+                .as_deref(),
+            Some("{\"a\": 1}")
+        );
+        let err = read_within(&place.join("outside.json"), &place).unwrap_err();
+        assert!(
+            err.to_string().contains("outside.json leads to")
+                && err.to_string().contains("secret.json, outside"),
+            "{err}"
+        );
+        assert_eq!(read_within(&place.join("none.json"), &place).unwrap(), None);
+        let err = read_at_most(&place.join("mine.json"), 3).unwrap_err();
+        assert!(err.to_string().contains("mine.json is larger than 3 bytes"));
+        assert_eq!(read_at_most(&place.join("mine.json"), 8).unwrap().len(), 8);
+        std::fs::write(place.join("latin1.txt"), b"caf\xe9").unwrap();
+        let err = read_text(&place.join("latin1.txt")).unwrap_err();
+        assert!(err.to_string().contains("latin1.txt is not UTF-8"), "{err}");
     }
 
     #[cfg(unix)]

@@ -500,19 +500,8 @@ pub fn open_log(path: &Path) -> anyhow::Result<File> {
 /// could block or never end (`files::open_regular`).
 pub use crate::files::open_regular;
 
-/// Reads a whole regular file of at most `max` bytes.
-pub fn read_regular(path: &Path, max: u64) -> io::Result<Vec<u8>> {
-    let file = open_regular(path)?;
-    let mut bytes = Vec::new();
-    io::Read::read_to_end(&mut io::Read::take(file, max + 1), &mut bytes)?;
-    if bytes.len() as u64 > max {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("larger than {max} bytes"),
-        ));
-    }
-    Ok(bytes)
-}
+/// Reads a whole regular file of at most `max` bytes (`files::read_at_most`).
+pub use crate::files::read_at_most as read_regular;
 
 #[cfg(test)]
 mod tests {

@@ -8,6 +8,7 @@
 //! (ranking), `session` (the session-start index) and `recall` (the notes that match a prompt).
 
 pub mod ids;
+pub mod index;
 pub mod recall;
 pub mod record;
 pub mod search;

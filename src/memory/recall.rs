@@ -17,13 +17,14 @@ use std::fmt::Write as _;
 use sha2::{Digest, Sha256};
 
 use super::record::Note;
-use super::search::{query_terms, tokenize};
+use super::search::query_terms;
 use super::store::Store;
 
 /// The most notes one prompt is given.
 pub const MAX_NOTES: usize = 3;
-/// A note is given only when at least this share of the prompt's weighed terms meets it.
-pub const THRESHOLD: f64 = 0.3;
+/// A note is given only when its relevance (BM25 score over what the prompt's words could reach,
+/// `search::relevance`) is at least this.
+pub const THRESHOLD: f64 = 0.2;
 /// Only the start of a prompt is searched: a question comes first, and a pasted log of
 /// megabytes would make the search cost what the log costs.
 pub const QUERY_BYTES: usize = 2_000;
@@ -67,11 +68,11 @@ pub fn recall(store: &mut Store, prompt: &str, opts: &Options) -> Recall {
         return Recall::default();
     }
     let words: Vec<&str> = terms.iter().map(|(t, _)| t.as_str()).collect();
-    let hits = store.notes.answer(&words.join(" "), CANDIDATES);
+    let hits = store.answer_notes(&words.join(" "), CANDIDATES);
     let mut recall = Recall::default();
     let mut chosen: Vec<(String, Note, f64, String)> = Vec::new();
-    for (id, note) in hits {
-        let relevance = relevance(&terms, &note);
+    for found in hits {
+        let (id, note, relevance) = (found.id, found.record, found.relevance);
         if relevance < THRESHOLD {
             continue;
         }
@@ -235,31 +236,6 @@ fn weighed_terms(query: &str) -> Vec<(String, f64)> {
         })
         .map(|t| (t, 1.0))
         .collect()
-}
-
-/// How well `note` answers the prompt, in [0, 1]: the share of the prompt's weighed terms the
-/// note holds. The one place the threshold's measure is computed; a store that ranks with
-/// BM25 scores gives this as the score over the best its terms could reach.
-fn relevance(terms: &[(String, f64)], note: &Note) -> f64 {
-    let mut held: HashSet<String> = HashSet::new();
-    tokenize(&note.content, |t| {
-        held.insert(t.to_owned());
-    });
-    for tag in &note.tags {
-        tokenize(tag, |t| {
-            held.insert(t.to_owned());
-        });
-    }
-    let total: f64 = terms.iter().map(|(_, w)| w).sum();
-    if total == 0.0 {
-        return 0.0;
-    }
-    let met: f64 = terms
-        .iter()
-        .filter(|(t, _)| held.contains(t))
-        .map(|(_, w)| w)
-        .sum();
-    met / total
 }
 
 /// Names a note's text as given: the same words give the same fingerprint, an edit a new one.
@@ -500,15 +476,10 @@ mod tests {
 
     #[test]
     fn what_is_given_holds_no_escapes_or_control_bytes() {
-        let hostile = "Checkout VAT \u{1b}[31mred\u{1b}[0m \u{1b}]0;title\u{7} bell\u{7} nul\u{0} \
+        let hostile = "Checkout VAT \u{1b}[31mred\u{1b}[0m \u{1b}]0;title\u{7} bell\u{7} del\u{7f} \
                        bidi\u{202e}x \u{9b}2J done\r\nnext line";
         let (_dir, mut store, _) = store_with(&[(hostile, &["vat"])]);
-        let got = ask(
-            &mut store,
-            "checkout vat \u{1b}[2J rounding",
-            &HashSet::new(),
-            1500,
-        );
+        let got = ask(&mut store, "checkout vat \u{1b}[2J", &HashSet::new(), 1500);
         assert_eq!(got.notes.len(), 1);
         assert!(
             !got.text.chars().any(|c| c.is_control() && c != '\n'),
@@ -517,7 +488,7 @@ mod tests {
         );
         assert!(
             got.text
-                .contains("Checkout VAT red  bell nul bidix  done\nnext line"),
+                .contains("Checkout VAT red  bell del bidix  done\nnext line"),
             "{:?}",
             got.text
         );

@@ -9,6 +9,8 @@ use std::fmt::Write as _;
 
 use anyhow::{Context, bail};
 
+use super::session::title;
+
 /// What a note is about; the first two words of each are what the model picks from.
 pub const CATEGORIES: [&str; 4] = ["decisions", "gotchas", "patterns", "context"];
 
@@ -50,8 +52,16 @@ pub trait Record: Clone + serde::Serialize + serde::de::DeserializeOwned {
     /// The texts a query is matched against, each with a weight (a repeat count).
     fn index_texts(&self) -> Vec<(&str, u32)>;
     fn created(&self) -> &str;
-    /// Multiplies the text score.
-    fn boost(&self) -> f64 {
+    /// When it was last written: what recency counts from.
+    fn at(&self) -> &str {
+        self.created()
+    }
+    /// Its rank in the session index, before recency.
+    fn rank(&self) -> u8;
+    /// Its line in the session index, without the id.
+    fn index_line(&self) -> String;
+    /// Multiplies the text score of a record of rank `rank`.
+    fn boost_of(_rank: u8) -> f64 {
         1.0
     }
 }
@@ -129,12 +139,21 @@ impl Record for Note {
 
     /// From 0.8 (importance 1) through 1.0 (5) to 1.25 (10): enough to order near-equal
     /// matches by what they are worth, too little to lift a poor match over a good one.
-    fn boost(&self) -> f64 {
-        0.75 + f64::from(self.importance) / 20.0
+    fn boost_of(importance: u8) -> f64 {
+        0.75 + f64::from(importance) / 20.0
     }
 
     fn created(&self) -> &str {
         &self.created
+    }
+
+    fn rank(&self) -> u8 {
+        self.importance
+    }
+
+    fn index_line(&self) -> String {
+        let category = self.category.strip_suffix('s').unwrap_or(&self.category);
+        format!("{category}: {}", title(&self.content))
     }
 }
 
@@ -196,6 +215,26 @@ impl Record for Route {
 
     fn created(&self) -> &str {
         &self.created
+    }
+
+    fn at(&self) -> &str {
+        self.updated.as_deref().unwrap_or(&self.created)
+    }
+
+    /// A route saves a search of the tree: ranked like a note a little above the usual 4 to 6.
+    fn rank(&self) -> u8 {
+        6
+    }
+
+    fn index_line(&self) -> String {
+        let mut paths = String::new();
+        if let Some(first) = self.paths.first() {
+            paths = format!(": {first}");
+            if self.paths.len() > 1 {
+                paths.push_str(&format!(" +{}", self.paths.len() - 1));
+            }
+        }
+        format!("route: {}{paths}", title(&self.title))
     }
 }
 

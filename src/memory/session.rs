@@ -8,8 +8,8 @@
 
 use std::path::Path;
 
-use super::record::{Note, Route};
-use super::store::Store;
+use super::index::Candidate;
+use super::store::{Opening, Store};
 use crate::config::Config;
 
 /// The lookup rule, the first of the two rule lines: alone it is the session-start text when no
@@ -25,8 +25,9 @@ pub fn reminder() -> &'static str {
 /// bonus halves every [`HALF_LIFE_DAYS`], so a fresh 7 outranks a 9 from last quarter.
 const RECENCY_POINTS: f64 = 3.0;
 const HALF_LIFE_DAYS: f64 = 30.0;
-/// A route saves a search of the tree: ranked like a note a little above the usual 4 to 6.
-const ROUTE_IMPORTANCE: f64 = 6.0;
+/// How long a session start may spend reading note files when there is no index yet (a fresh
+/// clone): what it read by then is shown and kept, and the next start reads the rest.
+const COLD_START_BUDGET: std::time::Duration = std::time::Duration::from_millis(1500);
 /// A title longer than this is shortened at a word boundary (the full text is a query away).
 const TITLE_BYTES: usize = 100;
 /// A clause shorter than this is not a title yet ("Note: ..."), so the cut looks further.
@@ -78,7 +79,13 @@ pub fn session_text(root: &Path, config: &Config) -> anyhow::Result<SessionText>
     if !config.server()?.is_embedded() {
         return Ok(reminder_only());
     }
-    let store = Store::open_unsearchable(root)?;
+    let store = Store::open_with(
+        root,
+        Opening {
+            verify: false,
+            deadline: Some(std::time::Instant::now() + COLD_START_BUDGET),
+        },
+    )?;
     Ok(index(&store, config.memory.index_bytes as usize))
 }
 
@@ -91,66 +98,91 @@ fn reminder_only() -> SessionText {
     }
 }
 
-enum Kind<'a> {
-    Note(&'a Note),
-    Route(&'a Route),
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Kind {
+    Note,
+    Route,
 }
 
-struct Candidate<'a> {
-    id: &'a str,
+struct Ranked {
+    kind: Kind,
+    candidate: Candidate,
     rank: f64,
-    /// Days since the epoch of `at`, when it reads as a date.
-    day: Option<i64>,
-    /// The time it was written (a route: last updated); newer wins a tie.
-    at: &'a str,
-    kind: Kind<'a>,
 }
 
 /// The index of `store` in at most `cap` bytes (the reminder alone when nothing is stored or
 /// not even one line fits).
 pub fn index(store: &Store, cap: usize) -> SessionText {
-    let mut candidates: Vec<Candidate<'_>> = Vec::new();
-    for (id, note) in store.notes.iter() {
-        if note.forgotten.is_none() {
-            candidates.push(Candidate {
-                id,
-                rank: f64::from(note.importance),
-                day: days(&note.created),
-                at: &note.created,
-                kind: Kind::Note(note),
+    // The short lists first; all of a kind only when a level it left out could have ranked.
+    let mut full = (false, false);
+    loop {
+        match index_from(store, cap, full) {
+            Ok((text, None)) => return with_pending(text, store.pending),
+            Ok((_, Some(Kind::Note))) if !full.0 => full.0 = true,
+            Ok((_, Some(Kind::Route))) if !full.1 => full.1 = true,
+            Ok((text, Some(_))) => return with_pending(text, store.pending),
+            Err(err) => {
+                eprintln!(
+                    "memloop: the memory index could not be read ({err:#}); giving the lookup \
+                     rule alone"
+                );
+                return reminder_only();
+            }
+        }
+    }
+}
+
+/// Says that the index is still being built, when a cold start ran out of time: the lines
+/// shown are true, and the rest follows at the next start.
+fn with_pending(mut text: SessionText, pending: usize) -> SessionText {
+    if pending > 0 && text.source != Source::Off {
+        text.text.push_str(&format!(
+            "(memloop is still indexing {} more; the next session has the whole index)\n",
+            counted(pending, "note file")
+        ));
+    }
+    text
+}
+
+/// The index from the candidates of each kind (`full`: every record of notes, of routes), and
+/// the kind whose short list could not vouch for the lines chosen, if any.
+fn index_from(
+    store: &Store,
+    cap: usize,
+    full: (bool, bool),
+) -> anyhow::Result<(SessionText, Option<Kind>)> {
+    let notes = store.notes.index().candidates(full.0)?;
+    let routes = store.routes.index().candidates(full.1)?;
+    let mut candidates: Vec<Ranked> = Vec::new();
+    for (kind, list) in [(Kind::Note, &notes), (Kind::Route, &routes)] {
+        for candidate in &list.records {
+            candidates.push(Ranked {
+                kind,
+                rank: f64::from(candidate.meta.importance),
+                candidate: candidate.clone(),
             });
         }
     }
-    for (id, route) in store.routes.iter() {
-        let at = route.updated.as_deref().unwrap_or(&route.created);
-        candidates.push(Candidate {
-            id,
-            rank: ROUTE_IMPORTANCE,
-            day: days(at),
-            at,
-            kind: Kind::Route(route),
-        });
-    }
     if candidates.is_empty() {
-        return reminder_only();
+        return Ok((reminder_only(), None));
     }
     // Ages count from the newest record, not the clock, so the same files give the same text.
-    let newest = candidates.iter().filter_map(|c| c.day).max();
-    for candidate in &mut candidates {
-        let age = match (newest, candidate.day) {
-            (Some(newest), Some(day)) => (newest - day).max(0) as f64,
-            _ => f64::INFINITY,
+    let newest = candidates.iter().map(|c| c.candidate.meta.day).max();
+    for ranked in &mut candidates {
+        let age = match newest {
+            Some(newest) => f64::from((newest - ranked.candidate.meta.day).max(0)),
+            None => f64::INFINITY,
         };
-        candidate.rank += RECENCY_POINTS * 0.5f64.powf(age / HALF_LIFE_DAYS);
+        ranked.rank += RECENCY_POINTS * 0.5f64.powf(age / HALF_LIFE_DAYS);
     }
-    let order = |a: &Candidate<'_>, b: &Candidate<'_>| {
+    let order = |a: &Ranked, b: &Ranked| {
         b.rank
             .total_cmp(&a.rank)
-            .then_with(|| b.at.cmp(a.at))
-            .then_with(|| a.id.cmp(b.id))
+            .then_with(|| b.candidate.meta.at_ms.cmp(&a.candidate.meta.at_ms))
+            .then_with(|| a.candidate.id.cmp(&b.candidate.id))
     };
-    // Only the head that can fit needs sorting, whatever the size of the store: a line is
-    // rarely shorter than 32 bytes, and should the head run out, the rest is sorted after it.
+    // Only the head that can fit needs sorting: a line is rarely shorter than 32 bytes, and
+    // should the head run out, the rest is sorted after it.
     let head = (cap / 32).min(candidates.len());
     if head < candidates.len() {
         candidates.select_nth_unstable_by(head, order);
@@ -158,29 +190,25 @@ pub fn index(store: &Store, cap: usize) -> SessionText {
     candidates[..head].sort_unstable_by(order);
     let mut sorted = head;
 
-    let notes = candidates
-        .iter()
-        .filter(|c| matches!(c.kind, Kind::Note(_)))
-        .count();
-    let routes = candidates.len() - notes;
     let mut text = format!(
         "{}\nMemory index, most important and recent first ({}, {}):\n",
         reminder(),
-        counted(notes, "note"),
-        counted(routes, "route"),
+        counted(notes.total, "note"),
+        counted(routes.total, "route"),
     );
-    let (mut notes_left, mut routes_left) = (notes, routes);
+    let (mut notes_left, mut routes_left) = (notes.total, routes.total);
     let mut shown = 0;
+    let mut shown_per_level: std::collections::HashMap<(Kind, u8), usize> = Default::default();
     while shown < candidates.len() {
         if shown == sorted {
             candidates[sorted..].sort_unstable_by(order);
             sorted = candidates.len();
         }
-        let candidate = &candidates[shown];
-        let line = line(candidate);
-        let (n, r) = match candidate.kind {
-            Kind::Note(_) => (notes_left - 1, routes_left),
-            Kind::Route(_) => (notes_left, routes_left - 1),
+        let ranked = &candidates[shown];
+        let line = format!("- {} [{}]", ranked.candidate.meta.line, ranked.candidate.id);
+        let (n, r) = match ranked.kind {
+            Kind::Note => (notes_left.saturating_sub(1), routes_left),
+            Kind::Route => (notes_left, routes_left.saturating_sub(1)),
         };
         let closing = closing(n, r).map_or(0, |c| c.len() + 1);
         if text.len() + line.len() + 1 + closing > cap {
@@ -189,45 +217,58 @@ pub fn index(store: &Store, cap: usize) -> SessionText {
         text.push_str(&line);
         text.push('\n');
         (notes_left, routes_left) = (n, r);
+        *shown_per_level
+            .entry((ranked.kind, ranked.candidate.meta.importance))
+            .or_default() += 1;
         shown += 1;
     }
+    // A level whose short list was shown to its end may hold more records that rank as high.
+    for (kind, list) in [(Kind::Note, &notes), (Kind::Route, &routes)] {
+        let exhausted = list.left_out.keys().any(|level| {
+            let available = list
+                .records
+                .iter()
+                .filter(|c| c.meta.importance == *level)
+                .count();
+            let shown = shown_per_level.get(&(kind, *level)).copied().unwrap_or(0);
+            shown >= available
+        });
+        if exhausted {
+            return Ok((reminder_only(), Some(kind)));
+        }
+    }
     if shown == 0 {
-        return reminder_only();
+        return Ok((reminder_only(), None));
     }
     if let Some(closing) = closing(notes_left, routes_left) {
         text.push_str(&closing);
         text.push('\n');
     }
-    SessionText {
-        text,
-        source: Source::Index,
-        shown,
-        more: notes_left + routes_left,
-    }
-}
-
-fn line(candidate: &Candidate<'_>) -> String {
-    match candidate.kind {
-        Kind::Note(note) => {
-            let category = note.category.strip_suffix('s').unwrap_or(&note.category);
-            format!("- {category}: {} [{}]", title(&note.content), candidate.id)
-        }
-        Kind::Route(route) => {
-            let mut paths = String::new();
-            if let Some(first) = route.paths.first() {
-                paths = format!(": {first}");
-                if route.paths.len() > 1 {
-                    paths.push_str(&format!(" +{}", route.paths.len() - 1));
-                }
-            }
-            format!("- route: {}{paths} [{}]", title(&route.title), candidate.id)
-        }
-    }
+    Ok((
+        SessionText {
+            text,
+            source: Source::Index,
+            shown,
+            more: notes_left + routes_left,
+        },
+        None,
+    ))
 }
 
 /// The first clause of `text` on one line, at most [`TITLE_BYTES`] long.
 pub fn title(text: &str) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    // The title lies in the first few hundred bytes: a clause found later is cut to
+    // TITLE_BYTES all the same, so the rest of a long note is never looked at.
+    let mut flat = String::new();
+    for word in text.split_whitespace() {
+        if flat.len() > 4 * TITLE_BYTES {
+            break;
+        }
+        if !flat.is_empty() {
+            flat.push(' ');
+        }
+        flat.push_str(word);
+    }
     let flat = flat.trim_start_matches(['#', '-', '*', '>', ' ']);
     let mut end = flat.len();
     for boundary in ["; ", ". ", ": ", " - ", " (", "? ", "! "] {
@@ -276,44 +317,9 @@ fn counted(n: usize, noun: &str) -> String {
     }
 }
 
-/// Days since the Unix epoch of a `YYYY-MM-DD...` timestamp.
-fn days(timestamp: &str) -> Option<i64> {
-    // Fixed positions rather than split and parse: this runs once per record.
-    let bytes = timestamp.as_bytes();
-    if bytes.len() < 10 || bytes[4] != b'-' || bytes[7] != b'-' {
-        return None;
-    }
-    let number = |range: std::ops::Range<usize>| {
-        bytes[range].iter().try_fold(0i64, |n, b| {
-            b.is_ascii_digit().then(|| n * 10 + i64::from(b - b'0'))
-        })
-    };
-    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
-        return None;
-    }
-    // Howard Hinnant's days-from-civil, the inverse of the one in `files`.
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let yoe = year - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    Some(era * 146_097 + doe - 719_468)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn days_count_from_the_epoch() {
-        assert_eq!(days("1970-01-01T00:00:00.000Z"), Some(0));
-        assert_eq!(days("2000-03-01"), Some(11_017));
-        assert_eq!(days("2026-11-30T09:55:01.123Z"), Some(20_787));
-        assert_eq!(days("2026-13-01"), None);
-        assert_eq!(days("soon"), None);
-    }
 
     #[test]
     fn titles_are_the_first_clause_on_one_line() {
@@ -364,7 +370,7 @@ mod tests {
             )
             .unwrap();
         }
-        let store = Store::open_unsearchable(dir.path()).unwrap();
+        let store = Store::open(dir.path()).unwrap();
         let searchable = Store::open(dir.path()).unwrap();
         assert_eq!(index(&searchable, 2048), index(&store, 2048));
         let ids = |text: &str| -> Vec<String> {

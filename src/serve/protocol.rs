@@ -18,7 +18,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
 use super::tools;
-use crate::memory::store::Store;
+use crate::memory::store::{Opening, Store};
 
 const INSTRUCTIONS: &str = "The repository's memory. Before exploring or working on anything \
 you don't already know, call context_query. After every action, memory_store what you learned \
@@ -42,7 +42,17 @@ impl MemoryServer {
     /// Starts loading the memory of `root`; `Err` carries why there is no repository to serve.
     pub fn start(root: Result<PathBuf, String>) -> MemoryServer {
         let state = match root {
-            Ok(root) => State::Loading(std::thread::spawn(move || Store::open(&root))),
+            // A long-running server starts with a stat of every note: it catches edits made in
+            // place, which the folder's stamp cannot show.
+            Ok(root) => State::Loading(std::thread::spawn(move || {
+                Store::open_with(
+                    &root,
+                    Opening {
+                        verify: true,
+                        deadline: None,
+                    },
+                )
+            })),
             Err(why) => State::Unavailable(why),
         };
         MemoryServer {
@@ -74,21 +84,13 @@ impl MemoryServer {
         }
     }
 
-    /// Writes the derived cache if this session changed anything, so the next start is quick.
-    /// A load still running finishes first (it writes the cache itself).
+    /// Lets a load still running finish: it may be writing the index for the next start.
     pub fn shutdown(&self) {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let saved = match std::mem::replace(&mut *state, State::Taken) {
-            State::Loading(handle) => handle.join().map(|_| ()).map_err(|_| {
-                anyhow::anyhow!("loading the memory store crashed; see the messages above")
-            }),
-            State::Ready(mut store) => store.save_cache(),
-            State::Unavailable(_) | State::Taken => Ok(()),
-        };
-        if let Err(err) = saved {
-            eprintln!(
-                "memloop serve: the cache was not saved ({err:#}); the next start rebuilds it"
-            );
+        if let State::Loading(handle) = std::mem::replace(&mut *state, State::Taken)
+            && handle.join().is_err()
+        {
+            eprintln!("memloop serve: loading the memory store crashed; see the messages above");
         }
     }
 }

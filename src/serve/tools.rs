@@ -167,16 +167,14 @@ pub fn call(store: &mut Store, name: &str, args: &JsonObject) -> Result<Value, S
             let (query, limit) = query_args(args, name)?;
             store.refresh().map_err(failed)?;
             let notes: Vec<Value> = store
-                .notes
-                .answer(&query, limit)
+                .answer_notes(&query, limit)
                 .iter()
-                .map(|(id, note)| note_json(id, note))
+                .map(|found| note_json(&found.id, &found.record))
                 .collect();
             let routes: Vec<Value> = store
-                .routes
-                .answer(&query, ROUTES_WITH_CONTEXT)
+                .answer_routes(&query, ROUTES_WITH_CONTEXT)
                 .iter()
-                .map(|(id, route)| route_json(id, route))
+                .map(|found| route_json(&found.id, &found.record))
                 .collect();
             let mut answer = json!({"notes": notes, "routes": routes});
             if notes.is_empty() {
@@ -191,10 +189,9 @@ pub fn call(store: &mut Store, name: &str, args: &JsonObject) -> Result<Value, S
             let (query, limit) = query_args(args, name)?;
             store.refresh().map_err(failed)?;
             let routes: Vec<Value> = store
-                .routes
-                .answer(&query, limit)
+                .answer_routes(&query, limit)
                 .iter()
-                .map(|(id, route)| route_json(id, route))
+                .map(|found| route_json(&found.id, &found.record))
                 .collect();
             Ok(json!({"routes": routes}))
         }

@@ -258,7 +258,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn build_release() -> anyhow::Result<PathBuf> {
+pub(crate) fn build_release() -> anyhow::Result<PathBuf> {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .context("xtask lives in the workspace")?
@@ -336,12 +336,12 @@ impl Row {
     }
 }
 
-fn ms(d: Duration) -> f64 {
+pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
 /// One server process, spoken to line by line.
-struct Server {
+pub(crate) struct Server {
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
@@ -351,7 +351,7 @@ struct Server {
 }
 
 impl Server {
-    fn start(binary: &Path, repo: &Path) -> anyhow::Result<Server> {
+    pub(crate) fn start(binary: &Path, repo: &Path) -> anyhow::Result<Server> {
         let started = Instant::now();
         let mut child = Command::new(binary)
             .arg("serve")
@@ -387,7 +387,7 @@ impl Server {
     }
 
     /// Time from spawn to the answer of the first tool call (which waits for the load).
-    fn first_query_after_start(&mut self, words: &Words) -> anyhow::Result<Duration> {
+    pub(crate) fn first_query_after_start(&mut self, words: &Words) -> anyhow::Result<Duration> {
         let query = words.query(&mut Rng(99));
         let answer = self.request(
             "tools/call",
@@ -419,7 +419,7 @@ impl Server {
     }
 
     /// `count` broad and `count` narrow context_query calls, interleaved, each timed.
-    fn queries(
+    pub(crate) fn queries(
         &mut self,
         words: &Words,
         count: usize,
@@ -439,7 +439,11 @@ impl Server {
         Ok((broad, narrow))
     }
 
-    fn timed_call(&mut self, tool: &str, arguments: Value) -> anyhow::Result<(Duration, Value)> {
+    pub(crate) fn timed_call(
+        &mut self,
+        tool: &str,
+        arguments: Value,
+    ) -> anyhow::Result<(Duration, Value)> {
         let start = Instant::now();
         let answer = self.request("tools/call", json!({"name": tool, "arguments": arguments}))?;
         Ok((start.elapsed(), answer["result"].clone()))
@@ -458,7 +462,7 @@ impl Server {
         read_answer(&mut self.stdout, id)
     }
 
-    fn peak_rss_kib(&self) -> anyhow::Result<u64> {
+    pub(crate) fn peak_rss_kib(&self) -> anyhow::Result<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
             .context("reading /proc/<pid>/status (Linux only)")?;
         status
@@ -468,7 +472,7 @@ impl Server {
             .context("no VmHWM line in /proc/<pid>/status")
     }
 
-    fn close(mut self) -> anyhow::Result<()> {
+    pub(crate) fn close(mut self) -> anyhow::Result<()> {
         drop(self.stdin);
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -503,7 +507,7 @@ fn read_answer(stdout: &mut BufReader<ChildStdout>, id: u64) -> anyhow::Result<V
 }
 
 /// A fixed pseudo-random sequence, so every run measures the same notes and queries.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -527,13 +531,13 @@ impl Rng {
 }
 
 /// A vocabulary of made-up words: 3,000 for prose, 300 for tags.
-struct Words {
+pub(crate) struct Words {
     prose: Vec<String>,
     tags: Vec<String>,
 }
 
 impl Words {
-    fn new() -> Words {
+    pub(crate) fn new() -> Words {
         const SYLLABLES: [&str; 24] = [
             "ka", "to", "ri", "men", "sol", "va", "ex", "qui", "lo", "dra", "pen", "tur", "shi",
             "bo", "nal", "ge", "fu", "zor", "im", "ple", "cas", "du", "ver", "ot",
@@ -599,7 +603,7 @@ impl Words {
     }
 
     /// The arguments of one `memory_store`: about 25 to 45 words, like the seed's note.
-    fn note(&self, rng: &mut Rng, n: usize) -> Value {
+    pub(crate) fn note(&self, rng: &mut Rng, n: usize) -> Value {
         let words = 25 + rng.below(20);
         let category = ["decisions", "gotchas", "patterns", "context"][rng.below(4)];
         json!({
@@ -613,7 +617,7 @@ impl Words {
 
 /// Writes the fixture straight to disk in the server's file format (what a repository with
 /// months of notes looks like after `git clone`); the load check above proves it is read.
-fn write_notes(repo: &Path, count: usize, words: &Words) -> anyhow::Result<()> {
+pub(crate) fn write_notes(repo: &Path, count: usize, words: &Words) -> anyhow::Result<()> {
     let dir = repo.join(".memloop/memory/notes");
     std::fs::create_dir_all(&dir)?;
     let mut rng = Rng(1);
@@ -689,7 +693,7 @@ fn index_only(dirs: &[String]) -> anyhow::Result<()> {
         "--index-only measures a release build; `cargo xtask bench serve` starts it"
     );
     for dir in dirs {
-        let store = memloop::memory::store::Store::open_unsearchable(Path::new(dir))?;
+        let store = memloop::memory::store::Store::open(Path::new(dir))?;
         let mut times = Vec::new();
         let mut bytes = 0;
         for _ in 0..INDEX_RUNS {

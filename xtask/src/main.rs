@@ -5,6 +5,7 @@ use std::process::ExitCode;
 mod action_install;
 mod bench_cli;
 mod bench_gate;
+mod bench_memory;
 mod bench_serve;
 mod corpus;
 mod e2e;
@@ -20,6 +21,8 @@ tasks:
   bench cli|doctor    memloop sync, diff and doctor on an installed repository, whole process
                       (target: each median under 20 ms)
   bench gate          the Stop gate against a Python re-read baseline, whole process
+  bench memory        the memory at 10,000 and 100,000 notes: session start warm and cold, context_query,
+                      memory_store and the server's memory, against memloop --version in the same run
   bench serve         the embedded memory server at 10,000 notes (and 100,000: --large N, 0 skips):
                       broad and narrow context_query, memory_store, start, memory, session-start
                       index, recall@5 on tests/retrieval/set.json
@@ -48,6 +51,7 @@ fn main() -> ExitCode {
         (Some("bench"), Some("cli" | "doctor")) => bench_cli::run(&rest[1..]),
         (Some("bench"), Some("gate")) => bench_gate::run(&rest[1..]),
         (Some("bench"), Some("serve")) => bench_serve::run(&rest[1..]),
+        (Some("bench"), Some("memory")) => bench_memory::run(&rest[1..]),
         _ => {
             eprintln!("{USAGE}");
             return ExitCode::from(2);

@@ -59,7 +59,9 @@ fn parse(text: &str) -> Option<DocumentMut> {
 
 fn project_config(d: &mut Doctor) {
     let path = d.repo.root.join(PROJECT_CONFIG);
-    let Ok(text) = std::fs::read_to_string(&path) else {
+    // A file that is not there, not a regular file or leads out of the repository: the drift
+    // check reports it, naming the file.
+    let Ok(Some(text)) = crate::files::read_within(&path, &d.repo.root) else {
         return;
     };
     let Some(doc) = parse(&text) else {
@@ -254,7 +256,17 @@ fn secrets(d: &mut Doctor, text: &str, name: &str, server: &dyn toml_edit::Table
 
 fn user_config(d: &mut Doctor, path: &Path, agent: &crate::doctor::Agent) {
     let shown = d.ctx.display_user_path(path);
-    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let place = path.parent().unwrap_or(path);
+    let text = match crate::files::read_within(path, place) {
+        Ok(text) => text.unwrap_or_default(),
+        Err(err) => {
+            return d.push(
+                Finding::error(AGENT, "user-config", format!("cannot read {shown}: {err}"))
+                    .file(shown.clone())
+                    .fix("make it a regular file inside Codex's folder (or delete it)"),
+            );
+        }
+    };
     let Some(doc) = parse(&text) else {
         d.push(
             Finding::error(

@@ -201,7 +201,7 @@ pub fn group_index(hooks_json: &Path) -> usize {
 
 /// As [`group_index`], for the group running `command` in the `event` array.
 pub fn group_index_of(hooks_json: &Path, event: &str, command: &str) -> usize {
-    let Ok(text) = std::fs::read_to_string(hooks_json) else {
+    let Ok(Some(text)) = crate::files::read_optional(hooks_json) else {
         return 0;
     };
     let Ok(doc) = JsonDoc::parse(&text, Dialect::Strict, "") else {

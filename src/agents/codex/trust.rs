@@ -64,7 +64,8 @@ pub fn left_behind(
     hooks_json: &Path,
     current: &[(&str, usize, String)],
 ) -> Vec<(String, String)> {
-    let Ok(text) = std::fs::read_to_string(user_config) else {
+    let place = user_config.parent().unwrap_or(user_config);
+    let Ok(Some(text)) = crate::files::read_within(user_config, place) else {
         return Vec::new();
     };
     let Ok(doc) = text.parse::<toml_edit::DocumentMut>() else {

@@ -51,7 +51,7 @@ pub fn wiring(d: &mut Doctor) {
     others.sort();
     others.extend(INLINE_HOOKS.iter().map(|name| (*name).to_owned()));
     for name in others {
-        let Ok(text) = std::fs::read_to_string(root.join(&name)) else {
+        let Ok(Some(text)) = crate::files::read_within(&root.join(&name), &root) else {
             continue;
         };
         let Some(line) = text

@@ -98,7 +98,7 @@ fn instructions(d: &mut Doctor, listed: &Value) {
         .filter_map(|source| source["sourcePath"].as_str())
         .filter(|label| {
             label.split(" + ").any(|file| {
-                std::fs::read_to_string(root.join(file.trim()))
+                crate::files::read_text(&root.join(file.trim()))
                     .is_ok_and(|text| crate::instructions::RULES.lines().all(|l| text.contains(l)))
             })
         })

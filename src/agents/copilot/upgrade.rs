@@ -108,7 +108,8 @@ pub fn legacy_trust(repo: &Repo) -> anyhow::Result<Option<PathBuf>> {
     if !repo.state.files.contains_key(&path) {
         return Ok(None);
     }
-    let Ok(text) = std::fs::read_to_string(&path) else {
+    let place = path.parent().unwrap_or(&path);
+    let Ok(Some(text)) = crate::files::read_within(&path, place) else {
         return Ok(None);
     };
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);

@@ -35,7 +35,7 @@ pub const MCP_PREFIX_SINCE: &[u64] = &[0, 34];
 /// A settings file's value, or `None` when it is missing or does not parse (the drift check
 /// reports a syntax error with its position).
 pub fn settings_value(path: &Path) -> Option<Value> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = crate::files::read_optional(path).ok()??;
     JsonDoc::parse(&text, DIALECT, "")
         .ok()
         .map(|doc| doc.value())
@@ -171,7 +171,10 @@ fn hooks(
                 .iter()
                 .any(|n| matches!(n.as_str(), Some(HOOK_NAME | HOOK_COMMAND)))
         });
-    let text = std::fs::read_to_string(d.repo.root.join(SETTINGS)).unwrap_or_default();
+    let text = crate::files::read_within(&d.repo.root.join(SETTINGS), &d.repo.root)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
     let hooks_run = problem.is_none() && !disabled;
     match problem {
         Some((message, fix)) => d.push(
@@ -238,9 +241,17 @@ fn trust_check(d: &mut Doctor, user: &Option<Value>) {
             "folder trust is off in ~/.gemini/settings.json: Gemini loads the project's settings everywhere",
         ));
     }
-    let config = match std::fs::read_to_string(&folders) {
-        Err(_) => Value::Object(Default::default()),
-        Ok(text) => match JsonDoc::parse(&text, DIALECT, &shown) {
+    let place = folders.parent().unwrap_or(&folders);
+    let config = match crate::files::read_within(&folders, place) {
+        Ok(None) => Value::Object(Default::default()),
+        Err(err) => {
+            return d.push(
+                Finding::error(AGENT, "trust", format!("cannot read {shown}: {err}"))
+                    .file(shown)
+                    .fix("make it a regular file inside Gemini's folder (or delete it)"),
+            );
+        }
+        Ok(Some(text)) => match JsonDoc::parse(&text, DIALECT, &shown) {
             Ok(doc) => doc.value(),
             Err(refusal) => {
                 return d.push(

@@ -26,12 +26,14 @@ pub fn targets(ctx: &Context) -> Vec<Target> {
         .canonicalize()
         .unwrap_or_else(|_| ctx.root.to_path_buf());
     let path = code_home(ctx).join("workspace-trust").join(trust_key(&dir));
-    let content = match std::fs::read_to_string(&path) {
+    // A record that is not a regular file (a FIFO, a folder) is planned like a missing one: the
+    // engine then refuses it, naming the file.
+    let content = match crate::files::read_optional(&path) {
         // The user's own trust: nothing for memloop to add or take.
-        Ok(text) if !is_memloops(&text) => return Vec::new(),
+        Ok(Some(text)) if !is_memloops(&text) => return Vec::new(),
         // memloop's, from an earlier run: kept byte for byte (its time included).
-        Ok(text) => text,
-        Err(_) => {
+        Ok(Some(text)) => text,
+        Ok(None) | Err(_) => {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64);

@@ -119,7 +119,8 @@ pub fn folder_trust_enabled(home: &Path) -> bool {
 
 /// The user's settings as a value, if it parses.
 pub fn user_settings(home: &Path) -> Option<Value> {
-    let text = std::fs::read_to_string(super::qwen_dir(home).join("settings.json")).ok()?;
+    let dir = super::qwen_dir(home);
+    let text = crate::files::read_within(&dir.join("settings.json"), &dir).ok()??;
     JsonDoc::parse(&text, super::DIALECT, "")
         .ok()
         .map(|doc| doc.value())
