@@ -54,10 +54,11 @@ pub enum AgentId {
     Gemini,
     Qwen,
     Copilot,
+    Kilo,
 }
 
 impl AgentId {
-    pub const ALL: [AgentId; 7] = [
+    pub const ALL: [AgentId; 8] = [
         AgentId::Claude,
         AgentId::Opencode,
         AgentId::Kimi,
@@ -65,6 +66,7 @@ impl AgentId {
         AgentId::Gemini,
         AgentId::Qwen,
         AgentId::Copilot,
+        AgentId::Kilo,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -76,6 +78,7 @@ impl AgentId {
             AgentId::Gemini => "gemini",
             AgentId::Qwen => "qwen",
             AgentId::Copilot => "copilot",
+            AgentId::Kilo => "kilo",
         }
     }
 

@@ -11,6 +11,8 @@ mod read;
 mod replace;
 
 pub use lock::{FileLock, process_note};
+#[cfg(unix)]
+pub use read::open_listed_regular;
 pub use read::{
     MAX_READ, RealPathError, check_within, describe_kind, open_regular, read_at_most,
     read_optional, read_regular, read_text, read_within, real_path,

@@ -26,13 +26,21 @@ pub fn owned(change: &Change) -> String {
         Desired::Symlink { target } => format!("-> {target}"),
         Desired::Whole { .. } => match change.target.path.file_name().and_then(|n| n.to_str()) {
             Some(crate::config::FILE_NAME) => "the desired state (commit it)".into(),
-            Some(name) if name.ends_with(".js") => "the OpenCode gate plugin".into(),
+            Some(name) if name.ends_with(".js") => match change.target.agents.as_slice() {
+                [crate::config::AgentId::Kilo] => "the Kilo gate plugin".into(),
+                _ => "the OpenCode gate plugin".into(),
+            },
             Some("AGENTS.md") => "the rules (whole file)".into(),
             _ => "the whole file".into(),
         },
         Desired::Fragments { fragments, .. } => fragments
             .iter()
-            .filter(|fragment| !matches!(fragment, Fragment::Retired(_)))
+            .filter(|fragment| {
+                !matches!(
+                    fragment,
+                    Fragment::Retired(_) | Fragment::AgentBookkeeping { .. }
+                )
+            })
             .map(|fragment| match fragment {
                 Fragment::JsonMember { path, .. } => path.join("."),
                 Fragment::JsonFirstMember { key, .. } => key.clone(),
@@ -49,7 +57,9 @@ pub fn owned(change: &Change) -> String {
                     "@AGENTS.md import".into()
                 }
                 Fragment::MarkdownBlock { .. } => "rules block".into(),
-                Fragment::Retired(_) => unreachable!("filtered out above"),
+                Fragment::Retired(_) | Fragment::AgentBookkeeping { .. } => {
+                    unreachable!("filtered out above")
+                }
             })
             .collect::<Vec<_>>()
             .join(", "),

@@ -54,6 +54,10 @@ pub enum Fragment {
     },
     /// The managed block of a Markdown file.
     MarkdownBlock { body: String },
+    /// A root member the agent writes into the file itself (Qwen Code's `"$version"`): memloop
+    /// never writes or takes it back, and it does not make a file memloop created the user's:
+    /// when nothing else is left in such a file, uninstall removes the file.
+    AgentBookkeeping { key: String },
     /// A fragment memloop.toml switches off (`[memory] session_start = false`): sync takes it
     /// out of the file where it is, and the doctor reports it while it is still there.
     Retired(Box<Fragment>),

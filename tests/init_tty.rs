@@ -59,7 +59,7 @@ fn prompts_become_the_desired_state() {
     let config = std::fs::read_to_string(temp.path().join("repo/memloop.toml")).unwrap();
     assert!(
         config.contains(
-            "agents = [\"claude\", \"kimi\", \"codex\", \"gemini\", \"qwen\", \"copilot\"]"
+            "agents = [\"claude\", \"kimi\", \"codex\", \"gemini\", \"qwen\", \"copilot\", \"kilo\"]"
         ),
         "{config}"
     );
@@ -101,7 +101,7 @@ fn enter_alone_sets_up_every_agent_when_none_is_found() {
         .unwrap_or_else(|_| panic!("no memloop.toml:\n{screen}"));
     assert!(
         config.contains(
-            "agents = [\"claude\", \"opencode\", \"kimi\", \"codex\", \"gemini\", \"qwen\", \"copilot\"]"
+            "agents = [\"claude\", \"opencode\", \"kimi\", \"codex\", \"gemini\", \"qwen\", \"copilot\", \"kilo\"]"
         ),
         "{config}"
     );

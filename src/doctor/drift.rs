@@ -96,6 +96,8 @@ fn classify_change(d: &mut Doctor, change: &Change) {
                 .unwrap_or_default();
             fragments
                 .iter()
+                // The agent's own member: nothing of memloop's to check.
+                .filter(|fragment| !matches!(fragment, Fragment::AgentBookkeeping { .. }))
                 .map(|fragment| {
                     // OpenCode adds a missing `$schema` itself (rewriting the file): not fatal.
                     let soft = matches!(fragment, Fragment::JsonFirstMember { .. });

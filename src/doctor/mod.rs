@@ -19,6 +19,7 @@
 //! - kimi: `config-toml`, `hooks`, `hooks-home`, `trust`, `transport`, `mcp-json`,
 //!   `agents-md-size`
 //! - gemini: `context-file`, `hooks`, `server-name`, `trust`, `session-start`
+//! - kilo: `config-json`, `schema`, `entry-shape`, `plugin-file`, `gate-duplicate`
 
 pub mod drift;
 pub mod finding;

@@ -188,13 +188,21 @@ fn planned(
                 original_view.as_ref(),
             )?;
             validate(&edited, *format, display)?;
+            // What the agent wrote into it for itself does not make the file the user's.
+            let bookkeeping = bookkeeping_keys(fragments);
             let gone = *before == Content::Missing
                 || match &original {
-                    Some(Content::Missing) => is_empty(&edited, *format),
+                    Some(Content::Missing) => {
+                        is_empty(&without(&edited, *format, &bookkeeping), *format)
+                    }
                     Some(_) => false,
                     // Nothing known (another machine, a second uninstall): the file goes only
                     // when it is byte for byte what memloop creates from nothing.
-                    None => is_created_from_nothing(&text, *format, fragments),
+                    None => is_created_from_nothing(
+                        &without(&text, *format, &bookkeeping),
+                        *format,
+                        fragments,
+                    ),
                 };
             if mode == Mode::Remove && gone {
                 Content::Missing
@@ -446,6 +454,8 @@ fn edit(
                             doc.remove_items(path, &|item| item == value, &prune)
                         }
                     }
+                    // The agent's own: never memloop's to write or take back.
+                    (Fragment::AgentBookkeeping { .. }, _) => {}
                     _ => unreachable!("a JSON file holds JSON fragments"),
                 }
             }
@@ -632,6 +642,35 @@ fn is_created_from_nothing(text: &str, format: Format, fragments: &[Fragment]) -
         Some(&OriginalView::Other),
     )
     .is_ok_and(|created| created == text)
+}
+
+/// The root members the agent keeps in the file for itself (`Fragment::AgentBookkeeping`).
+fn bookkeeping_keys(fragments: &[Fragment]) -> Vec<&str> {
+    fragments
+        .iter()
+        .filter_map(|fragment| match fragment {
+            Fragment::AgentBookkeeping { key } => Some(key.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `text` without the root members `keys` (a JSON file; anything else, or a text that does not
+/// parse, as it is).
+fn without(text: &str, format: Format, keys: &[&str]) -> String {
+    let Format::Json(dialect) = format else {
+        return text.to_owned();
+    };
+    if keys.is_empty() {
+        return text.to_owned();
+    }
+    let Ok(mut doc) = JsonDoc::parse(text, dialect, "") else {
+        return text.to_owned();
+    };
+    for key in keys {
+        doc.remove(&[(*key).to_owned()], &|_| false);
+    }
+    doc.to_text()
 }
 
 fn is_empty(text: &str, format: Format) -> bool {

@@ -77,6 +77,23 @@ pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
     Ok(file)
 }
 
+/// Opens a file that a folder's listing named a regular file, in two calls (open, fstat): not
+/// following a symlink and without blocking, so a link or a FIFO swapped in meanwhile is
+/// refused rather than followed or waited on. For readers of many small files (the notes);
+/// anything that is not a regular file is an error here, to be looked at with
+/// [`open_regular`]'s care.
+#[cfg(unix)]
+pub fn open_listed_regular(path: &Path) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    not_regular(path, &meta)?;
+    Ok((file, meta))
+}
+
 /// Reads a whole regular file of at most [`MAX_READ`] bytes; see [`open_regular`].
 pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
     read_at_most(path, MAX_READ)

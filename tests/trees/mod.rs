@@ -70,11 +70,31 @@ pub fn make_fifo(path: &Path) {
 
 /// Trees hold this line instead of the OpenCode plugin, which has tests of its own.
 pub const PLUGIN_MARKER: &[u8] = b"[the OpenCode gate plugin from assets/]\n";
+/// And this one instead of Kilo's (the OpenCode plugin calling memloop as `--agent kilo`).
+pub const KILO_PLUGIN_MARKER: &[u8] =
+    b"[the Kilo gate plugin: the OpenCode plugin as --agent kilo]\n";
+
+/// Each plugin marker with the plugin it stands for.
+fn plugins() -> [(&'static [u8], Vec<u8>); 2] {
+    [
+        (
+            PLUGIN_MARKER,
+            memloop::gate::OPENCODE_PLUGIN.as_bytes().to_vec(),
+        ),
+        (
+            KILO_PLUGIN_MARKER,
+            memloop::agents::kilo::plugin().into_bytes(),
+        ),
+    ]
+}
 
 pub fn expand_plugin(tree: &mut Tree) {
+    let plugins = plugins();
     for entry in tree.values_mut() {
-        if matches!(entry, Entry::File(bytes) if bytes == PLUGIN_MARKER) {
-            *entry = Entry::File(memloop::gate::OPENCODE_PLUGIN.as_bytes().to_vec());
+        if let Entry::File(bytes) = entry
+            && let Some((_, plugin)) = plugins.iter().find(|(marker, _)| bytes == marker)
+        {
+            *entry = Entry::File(plugin.clone());
         }
     }
 }
@@ -82,18 +102,24 @@ pub fn expand_plugin(tree: &mut Tree) {
 /// Writes the current plugin over every marker file under `dir`: an `in/` tree that starts from
 /// memloop's own plugin holds the marker, so it never goes stale when the plugin changes.
 pub fn write_plugin(dir: &Path) {
+    let plugins = plugins();
     for (rel, entry) in snapshot(dir) {
-        if entry == Entry::File(PLUGIN_MARKER.to_vec()) {
-            std::fs::write(dir.join(rel), memloop::gate::OPENCODE_PLUGIN).unwrap();
+        if let Entry::File(bytes) = &entry
+            && let Some((_, plugin)) = plugins.iter().find(|(marker, _)| bytes == marker)
+        {
+            std::fs::write(dir.join(rel), plugin).unwrap();
         }
     }
 }
 
-/// Replaces every copy of the current plugin under `dir` with the marker (when blessing).
+/// The reverse of `write_plugin`, for blessing: the plugins become their markers.
 pub fn collapse_plugin(dir: &Path) {
+    let plugins = plugins();
     for (rel, entry) in snapshot(dir) {
-        if entry == Entry::File(memloop::gate::OPENCODE_PLUGIN.as_bytes().to_vec()) {
-            std::fs::write(dir.join(rel), PLUGIN_MARKER).unwrap();
+        if let Entry::File(bytes) = &entry
+            && let Some((marker, _)) = plugins.iter().find(|(_, plugin)| bytes == plugin)
+        {
+            std::fs::write(dir.join(rel), marker).unwrap();
         }
     }
 }

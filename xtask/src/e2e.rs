@@ -23,6 +23,7 @@ mod fake_responses;
 mod gate;
 mod gemini_memloop;
 pub mod http;
+mod kilo;
 mod memloop;
 mod netns;
 pub mod proc;
@@ -157,6 +158,36 @@ const SCENARIOS: &[Scenario] = &[
         name: "gate-kimi",
         about: "Kimi Code edits, the [[hooks]] Stop gate sends it back, it stores over MCP",
         run: gate::kimi,
+    },
+    Scenario {
+        name: "config-kilo",
+        about: "memloop init --agents kilo: `kilo debug config` resolves mcp.memory from kilo.json as memloop wrote it, and Kilo leaves the file as it is on load",
+        run: kilo::config,
+    },
+    Scenario {
+        name: "connected-kilo",
+        about: "`kilo mcp list` shows `memory` (memloop serve) connected, once",
+        run: kilo::connected,
+    },
+    Scenario {
+        name: "gate-kilo",
+        about: "Kilo (serve) looks up, writes three files, the plugin sends it back, it stores over MCP, then idles",
+        run: kilo::gate_serve,
+    },
+    Scenario {
+        name: "gate-kilo-run",
+        about: "one-shot `kilo run` writes, the plugin sends it back before the run exits, it stores over MCP",
+        run: kilo::gate_run,
+    },
+    Scenario {
+        name: "session-start-kilo",
+        about: "a stored note is in the system prompt of the first model request of `kilo run` (memloop's plugin)",
+        run: kilo::session_start,
+    },
+    Scenario {
+        name: "gate-kilo-with-opencode",
+        about: "OpenCode and Kilo enabled: the server is written once (root opencode.json), each lists it once connected, each loads only its own plugin and a one-shot run of each is sent back once and stores",
+        run: kilo::with_opencode,
     },
     Scenario {
         name: "doctor-live",

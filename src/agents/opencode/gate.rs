@@ -85,11 +85,16 @@ struct LedgerRow {
 
 /// Appends one recorded call to the session's ledger.
 pub fn record(store: &Store, record: &Record) -> anyhow::Result<()> {
+    record_as(store, AGENT, record)
+}
+
+/// Appends one call to the ledger of `agent` (OpenCode, or a fork running the same plugin).
+pub fn record_as(store: &Store, agent: &str, record: &Record) -> anyhow::Result<()> {
     let line = serde_json::to_vec(&LedgerRow {
         tool: Some(record.tool.clone()),
     })
     .context("cannot serialize the ledger row")?;
-    store.append(&store.ledger_path(AGENT, &record.session_id), &line)
+    store.append(&store.ledger_path(agent, &record.session_id), &line)
 }
 
 /// Reads the ledger lines added since the last check into `state`.

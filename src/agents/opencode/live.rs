@@ -11,7 +11,18 @@ use crate::doctor::live::{excerpt, matches_redacted, run, strip_ansi};
 use crate::doctor::{Agent, Doctor, Finding};
 
 pub fn check(d: &mut Doctor, program: &Path, agent: &Agent) {
+    let v2 = agent.numbers().is_some_and(|v| v.first() == Some(&2));
+    resolved(d, program, AgentId::Opencode, v2, LAYERS);
+}
+
+/// Where an override of memloop's entry can come from, for the fix.
+const LAYERS: &str = "the global config, .opencode/opencode.json(c), OPENCODE_CONFIG_CONTENT";
+
+/// `<program> debug config` (OpenCode, or a fork that kept the command) holds memloop's entry as
+/// memloop wrote it; `layers` names where an override can come from.
+pub fn resolved(d: &mut Doctor, program: &Path, id: AgentId, v2: bool, layers: &str) {
     let name = d.ctx.server.name.clone();
+    let label = id.as_str();
     let out = match run(
         program,
         &["debug", "config"],
@@ -20,9 +31,7 @@ pub fn check(d: &mut Doctor, program: &Path, agent: &Agent) {
     ) {
         Ok(out) => out,
         Err(why) => {
-            return d.push(
-                Finding::error(AgentId::Opencode, "live", why).fix("run it by hand to see why"),
-            );
+            return d.push(Finding::error(id, "live", why).fix("run it by hand to see why"));
         }
     };
     if out.code != Some(0) {
@@ -39,11 +48,13 @@ pub fn check(d: &mut Doctor, program: &Path, agent: &Agent) {
         };
         return d.push(
             Finding::error(
-                AgentId::Opencode,
+                id,
                 "live",
-                format!("`opencode debug config` rejects the config: {why}"),
+                format!("`{label} debug config` rejects the config: {why}"),
             )
-            .fix("fix the key named above in opencode.json(c)"),
+            .fix(format!(
+                "fix the key named above (files {label} reads: {layers})"
+            )),
         );
     }
     let resolved: Value = match serde_json::from_str(out.stdout.trim()) {
@@ -51,15 +62,14 @@ pub fn check(d: &mut Doctor, program: &Path, agent: &Agent) {
         Err(err) => {
             return d.push(
                 Finding::error(
-                    AgentId::Opencode,
+                    id,
                     "live",
-                    format!("`opencode debug config` printed no JSON ({err})"),
+                    format!("`{label} debug config` printed no JSON ({err})"),
                 )
-                .fix("run `opencode debug config` by hand"),
+                .fix(format!("run `{label} debug config` by hand")),
             );
         }
     };
-    let v2 = agent.numbers().is_some_and(|v| v.first() == Some(&2));
     let entry = if v2 {
         resolved
             .pointer(&format!("/mcp/servers/{name}"))
@@ -69,19 +79,19 @@ pub fn check(d: &mut Doctor, program: &Path, agent: &Agent) {
     };
     let wanted = crate::agents::opencode::server_entry(&d.ctx.server.transport);
     let finding = match entry {
-        None => Finding::error(AgentId::Opencode, "live", format!("OpenCode's resolved config has no `mcp.{name}`"))
-            .fix("run `memloop sync`, then check for an override in .opencode/opencode.json or OPENCODE_CONFIG_CONTENT"),
+        None => Finding::error(id, "live", format!("{label}'s resolved config has no `mcp.{name}`"))
+            .fix(format!("run `memloop sync`, then check for an override in {layers}")),
         Some(entry) if matches_redacted(&wanted, entry) => Finding::ok(
-            AgentId::Opencode,
+            id,
             "live",
-            format!("`opencode debug config` resolves `mcp.{name}` as memloop wrote it"),
+            format!("`{label} debug config` resolves `mcp.{name}` as memloop wrote it"),
         ),
         Some(entry) => Finding::error(
-            AgentId::Opencode,
+            id,
             "live",
-            format!("OpenCode resolves `mcp.{name}` as {entry}, not memloop's {wanted}: another config layer overrides it"),
+            format!("{label} resolves `mcp.{name}` as {entry}, not memloop's {wanted}: another config layer overrides it"),
         )
-        .fix("find the override with `opencode debug config --print-logs` (global config, .opencode/, OPENCODE_CONFIG_CONTENT)"),
+        .fix(format!("find the override with `{label} debug config --print-logs` ({layers})")),
     };
     d.push(finding);
 }

@@ -16,6 +16,11 @@ use crate::doctor::{Doctor, Finding};
 use crate::edit::json::Dialect;
 
 const AGENT: AgentId = AgentId::Qwen;
+/// Qwen 0.24.4 gates a project's servers only outside YOLO mode: with `--yolo` (or
+/// `--approval-mode yolo`, or `tools.approvalMode: "yolo"`) it skips the approval check and
+/// starts every project server, approved or not (`pendingMcpServers` is left unset in its
+/// config loader).
+pub const YOLO_STARTS_IT: &str = "in YOLO mode (`--yolo`, `--approval-mode yolo` or `tools.approvalMode: \"yolo\"`) Qwen skips the approval and starts it unasked";
 /// What 0.24.4 loads when `context.fileName` is not set.
 pub const DEFAULT_CONTEXT_FILES: &[&str] = &["QWEN.md", "AGENTS.md"];
 /// The first version known to load `AGENTS.md` without a setting (0.12.0 does; 0.11.0 loaded
@@ -281,20 +286,20 @@ fn approval(d: &mut Doctor) {
         Approval::Stale => d.by_trust(Finding::error(
             AGENT,
             "approval",
-            format!("{display} approves an older version of `{name}`: Qwen Code treats it as pending and never starts it headless"),
+            format!("{display} approves an older version of `{name}`: Qwen Code treats it as pending and does not start it ({YOLO_STARTS_IT})"),
         )
         .file(display.clone())),
         Approval::Rejected => Finding::error(
             AGENT,
             "approval",
-            format!("{display} records `{name}` as rejected: Qwen Code never starts it"),
+            format!("{display} records `{name}` as rejected: Qwen Code does not start it ({YOLO_STARTS_IT})"),
         )
         .file(display.clone())
         .fix(format!("run `qwen mcp approve {name}` here, or remove the record and run `memloop trust`")),
         Approval::Missing => d.by_trust(Finding::error(
             AGENT,
             "approval",
-            format!("`{name}` is not approved in {display}: Qwen Code lists it as pending and never starts it, so the memory tools are missing"),
+            format!("`{name}` is not approved in {display}: Qwen Code lists it as pending and does not start it, so the memory tools are missing ({YOLO_STARTS_IT})"),
         )),
     };
     d.push(finding);

@@ -61,7 +61,7 @@ pub fn verdict(
         Some(line) if line.ends_with("- Pending approval") => by_trust(Finding::error(
             AGENT,
             "live",
-            format!("`qwen mcp list` shows `{name}` pending approval: Qwen never starts it (headless runs do not ask)"),
+            format!("`qwen mcp list` shows `{name}` pending approval: Qwen does not start it and headless runs do not ask ({})", super::doctor::YOLO_STARTS_IT),
         )),
         Some(line) if line.ends_with("- Rejected") => Finding::error(
             AGENT,

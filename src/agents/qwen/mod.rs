@@ -1,7 +1,7 @@
 //! Qwen Code (npm `@qwen-code/qwen-code`, checked with 0.24.4): the MCP server and the Stop gate
 //! in the project's `.qwen/settings.json` (comments allowed, a trailing comma drops the whole
 //! file), the rules from `AGENTS.md` (read by default next to `QWEN.md`), and in the user's
-//! `~/.qwen/` the approval without which Qwen never starts a project's MCP server
+//! `~/.qwen/` the approval without which Qwen starts a project's MCP server only in YOLO mode
 //! (`mcpApprovals.json`) and, where folder trust is on, the folder's trust
 //! (`trustedFolders.json`). Facts: xtask/src/e2e/qwen_facts.md.
 
@@ -165,11 +165,19 @@ pub fn targets(ctx: &Context) -> Vec<Target> {
                     command: PRE_COMPACT_COMMAND.into(),
                 }
                 .wanted_if(ctx.config.memory.session_start),
+                // Qwen stamps its settings format into the file on every start.
+                Fragment::AgentBookkeeping {
+                    key: SETTINGS_VERSION_KEY.into(),
+                },
             ],
         },
         note: None,
     }]
 }
+
+/// The settings-format version Qwen Code 0.24.4 writes into every settings file it loads
+/// (`"$version": 4`; `SETTINGS_VERSION_KEY` in its bundle).
+pub const SETTINGS_VERSION_KEY: &str = "$version";
 
 /// `mcpServers.<name>` as Qwen reads it (Gemini's keys: `command`/`args`/`env` for stdio,
 /// `httpUrl` for streamable HTTP). `alwaysLoadTools` offers the tools to the model directly:

@@ -130,7 +130,7 @@ pub fn user_settings(home: &Path) -> Option<Value> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Approval {
     Approved,
-    /// A record for another version of the entry: Qwen asks again (headless: never starts it).
+    /// A record for another version of the entry: Qwen asks again (headless: does not start it, except in YOLO mode).
     Stale,
     Rejected,
     Missing,

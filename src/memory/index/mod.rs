@@ -775,20 +775,8 @@ fn read_listed<T: Record>(
     regular: bool,
 ) -> Result<(Stamp, T), String> {
     #[cfg(unix)]
-    if regular {
-        use std::os::unix::fs::OpenOptionsExt;
-        let opened = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY)
-            .open(path);
-        if let Ok(file) = opened {
-            let meta = file
-                .metadata()
-                .map_err(|err| format!("could not read it: {err}"))?;
-            if meta.is_file() {
-                return read_open::<T>(file, &meta);
-            }
-        }
+    if regular && let Ok((file, meta)) = crate::files::open_listed_regular(path) {
+        return read_open::<T>(file, &meta);
     }
     let link =
         std::fs::symlink_metadata(path).map_err(|err| format!("could not read it: {err}"))?;

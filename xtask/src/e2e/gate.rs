@@ -231,8 +231,9 @@ pub fn opencode_run(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     })
 }
 
-/// Start a session over HTTP and wait until it has stored and stays idle.
-fn drive_opencode(
+/// Start a session over HTTP and wait until it has stored and stays idle (`opencode serve`, or
+/// `kilo serve`, which kept its API).
+pub(super) fn drive_opencode(
     p: &mut Proc,
     port: u16,
     fake: &FakeModel,

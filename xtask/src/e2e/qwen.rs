@@ -161,7 +161,19 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     // Qwen itself adds `"$version": 4` to the user settings on its first start: compare with
     // what it holds now.
     let settings_before = read(&user_settings_path(sb));
+    // The project's settings file is memloop's creation; Qwen stamps its `$version` into it too,
+    // which must not keep it alive after uninstall.
+    let project_settings = sb.repo.join(".qwen/settings.json");
+    let stamped =
+        std::fs::read_to_string(&project_settings).is_ok_and(|t| t.contains("\"$version\""));
     memloop(sb, &["uninstall", "--yes"])?;
+    if project_settings.exists() {
+        bail!(
+            "memloop uninstall left {} (memloop created it; Qwen added $version: {stamped}):\n{}",
+            project_settings.display(),
+            std::fs::read_to_string(&project_settings).unwrap_or_default()
+        );
+    }
     for (path, before) in [
         (&approvals, None),
         (&folders, None),
@@ -177,7 +189,9 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     if let Some(line) = listed(ctx, sb)? {
         bail!("Qwen still lists {SERVER} after memloop uninstall: {line}");
     }
-    println!("   uninstall: approvals and trust files gone, user settings untouched, no server");
+    println!(
+        "   uninstall: approvals and trust files gone, user settings untouched, the project's settings file gone (Qwen had stamped $version into it: {stamped}), no server"
+    );
     Ok(())
 }
 

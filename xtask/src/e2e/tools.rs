@@ -93,6 +93,14 @@ pub const AGENTS: &[Agent] = &[
         pin: Pin::new("@github/copilot", "1.0.102"),
         launch: Launch::Binary(&[COPILOT_BINARY]),
     },
+    // An OpenCode fork; the npm package is a launcher, the program the native binary of its
+    // optional dependency. 7.7.7: the newest version whose linux-x64 binary the registry holds
+    // (7.8.1's is missing there).
+    Agent {
+        key: "kilo",
+        pin: Pin::new("@kilocode/cli", "7.7.7"),
+        launch: Launch::Binary(&["node_modules/@kilocode/cli-linux-x64/bin/kilo"]),
+    },
 ];
 
 const COPILOT_BINARY: &str = "node_modules/@github/copilot-linux-x64/copilot";

@@ -1,0 +1,1 @@
+[the Kilo gate plugin: the OpenCode plugin as --agent kilo]

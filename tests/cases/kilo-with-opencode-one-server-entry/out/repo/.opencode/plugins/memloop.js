@@ -1,0 +1,1 @@
+[the OpenCode gate plugin from assets/]

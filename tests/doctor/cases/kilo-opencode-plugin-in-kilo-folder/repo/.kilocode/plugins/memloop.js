@@ -1,0 +1,1 @@
+// memloop opencode plugin v3

@@ -1,0 +1,1 @@
+// memloop kilo plugin v3
