@@ -86,6 +86,7 @@ pub fn main() -> ExitCode {
             &crate::hook::Dialects {
                 gate: &|id| crate::agents::of(id).gate(),
                 start: &|id| crate::agents::of(id).session_start(),
+                prompt: &|id| crate::agents::of(id).prompt(),
             },
         )),
         Command::Serve(args) => crate::serve::run(args),

@@ -213,6 +213,11 @@ pub struct GateConfig {
     /// (Claude Code `Bash`; OpenCode `bash`; Kimi Code `Bash`, `Shell`); `[]` turns it off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shell_tools: Option<Vec<String>>,
+    /// A prompt for which memloop's prompt hook handed the agent matching notes counts as the
+    /// lookup for that turn, so an agent given its memory is not sent back to query it. The
+    /// store rule is unchanged.
+    #[serde(default = "default_true", skip_serializing_if = "is_true")]
+    pub recall_counts_as_lookup: bool,
 }
 
 impl Default for GateConfig {
@@ -224,6 +229,7 @@ impl Default for GateConfig {
             store_tools: default_store_tools(),
             lookup_tools: default_lookup_tools(),
             shell_tools: None,
+            recall_counts_as_lookup: true,
         }
     }
 }
@@ -249,11 +255,23 @@ pub struct MemoryConfig {
     /// Nothing else is ever approved. false: sync takes the approvals back out.
     #[serde(default = "default_true")]
     pub approve_tools: bool,
+    /// Hand the agent the notes that match each prompt, with the prompt (the prompt hook).
+    /// false: sync removes the prompt hooks memloop installed for it (where the same hook also
+    /// carries the session start, it stays and only stops giving notes).
+    #[serde(default = "default_true")]
+    pub recall: bool,
+    /// Hard cap of what one prompt is given, in bytes: whole notes, or a note cut at a line end
+    /// with a cut mark, never a broken line.
+    #[serde(default = "default_recall_bytes")]
+    #[schemars(range(min = 256, max = 10000))]
+    pub recall_bytes: u32,
 }
 
 impl MemoryConfig {
     /// Claude Code cuts hook output past 10,000 characters; below 512 bytes the rule line and a few index lines barely fit.
     pub const INDEX_BYTES: std::ops::RangeInclusive<u32> = 512..=10_000;
+    /// Below 256 bytes not even one short note with its id and file fits.
+    pub const RECALL_BYTES: std::ops::RangeInclusive<u32> = 256..=10_000;
 
     fn is_default(&self) -> bool {
         *self == MemoryConfig::default()
@@ -266,12 +284,20 @@ impl Default for MemoryConfig {
             index_bytes: default_index_bytes(),
             session_start: true,
             approve_tools: true,
+            recall: true,
+            recall_bytes: default_recall_bytes(),
         }
     }
 }
 
 fn default_index_bytes() -> u32 {
     2048
+}
+fn default_recall_bytes() -> u32 {
+    1500
+}
+fn is_true(value: &bool) -> bool {
+    *value
 }
 fn default_true() -> bool {
     true
@@ -484,6 +510,19 @@ impl Config {
                     range.end()
                 ),
                 "give a size in that range, or leave it out for the default 2048",
+            ));
+        }
+        let range = MemoryConfig::RECALL_BYTES;
+        if !range.contains(&self.memory.recall_bytes) {
+            return Err(src.refuse(
+                &[Step::Key("memory"), Step::Key("recall_bytes")],
+                format!(
+                    "memory.recall_bytes = {} is outside {} to {} bytes",
+                    self.memory.recall_bytes,
+                    range.start(),
+                    range.end()
+                ),
+                "give a size in that range, or leave it out for the default 1500",
             ));
         }
         Ok(())

@@ -83,26 +83,27 @@ fn the_prompt_hook_gives_the_index_after_each_compaction_only() {
     assert!(world.state_files().is_empty(), "{:?}", world.state_files());
 }
 
+/// The prompt hook also gives the notes that match each prompt, so every prompt reads the
+/// repository: a memloop.toml it cannot parse fails the run (exit 1, one line), and the
+/// compaction note stays for the next prompt.
 #[test]
-fn a_prompt_without_a_note_is_answered_without_reading_the_repository() {
+fn a_broken_config_fails_a_prompt_without_losing_the_note() {
     let world = World::new();
     index_of(&world.start("s"));
-    // A memloop.toml the hook cannot parse: only a run that reads the repository notices.
     std::fs::write(world.repo.join("memloop.toml"), "[memory\n").unwrap();
-    assert_eq!(world.prompt("s"), "");
     world.compact("s");
-    let input = serde_json::json!({"sessionId": "s", "cwd": world.repo});
+    let input = serde_json::json!({"sessionId": "s", "cwd": world.repo, "prompt": "hello"});
     let failed = world.hook(
         &["session-start", "--agent", "copilot", "--after-compaction"],
         &input.to_string(),
     );
     assert_eq!(failed.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&failed.stderr);
     assert!(
-        String::from_utf8_lossy(&failed.stderr).contains("memloop hook:"),
-        "{}",
-        String::from_utf8_lossy(&failed.stderr)
+        stderr.contains("memloop hook:") && stderr.contains("memloop.toml"),
+        "{stderr}"
     );
-    // The failed run left the note again: once the file is fixed, the index comes.
+    // The failed run left the note: once the file is fixed, the index comes.
     std::fs::write(world.repo.join("memloop.toml"), "").unwrap();
     index_of(&world.prompt("s"));
     assert_eq!(world.prompt("s"), "");
@@ -196,7 +197,11 @@ fn the_pieces_follow_session_start_through_sync_diff_doctor_and_uninstall() {
 
     let toml = world.repo.join("memloop.toml");
     let on = std::fs::read_to_string(&toml).unwrap();
-    std::fs::write(&toml, format!("{on}\n[memory]\nsession_start = false\n")).unwrap();
+    std::fs::write(
+        &toml,
+        format!("{on}\n[memory]\nsession_start = false\nrecall = false\n"),
+    )
+    .unwrap();
     assert_eq!(run(&["diff"]).status.code(), Some(1));
     let doctor = run(&["doctor", "--format", "json"]);
     let report = String::from_utf8_lossy(&doctor.stdout);

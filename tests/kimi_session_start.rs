@@ -73,25 +73,31 @@ fn the_index_comes_on_the_first_prompt_and_after_each_compaction_only() {
             .iter()
             .all(|(name, len)| name.ends_with(".start") && *len == 0)
     );
+    // And what each session was given, for recall: the index's one short note, once per index.
+    let given = world.given_files();
+    assert_eq!(given.len(), 2, "{given:?}");
+    assert!(given.iter().all(|(_, len)| *len <= 2 * 25), "{given:?}");
 }
 
+/// The prompt hook also gives the notes that match each prompt, so every prompt reads the
+/// repository: a memloop.toml it cannot parse fails the run (exit 1, one line, never the 2 that
+/// would block the prompt), and a compaction noted meanwhile is not lost.
 #[test]
-fn a_repeat_prompt_is_answered_without_reading_the_repository() {
+fn a_broken_config_fails_a_prompt_without_losing_its_turn() {
     let world = World::new();
     assert!(holds_index(&world.prompt("s")));
-    // A memloop.toml the hook cannot parse: only a run that reads the repository notices.
     std::fs::write(world.repo.join("memloop.toml"), "[memory\n").unwrap();
-    assert_eq!(world.prompt("s"), "");
     world.compact("s");
-    let input = serde_json::json!({"session_id": "s", "cwd": world.repo});
+    let input = serde_json::json!({"session_id": "s", "cwd": world.repo, "prompt": "hello"});
     let failed = world.kimi("session-start", &input.to_string());
     assert_eq!(failed.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&failed.stderr);
     assert!(
-        String::from_utf8_lossy(&failed.stderr).contains("memloop hook:"),
-        "{}",
-        String::from_utf8_lossy(&failed.stderr)
+        stderr.contains("memloop hook:") && stderr.contains("memloop.toml"),
+        "{stderr}"
     );
-    // The failed run gave its turn back: once the file is fixed, the index comes.
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    // Once the file is fixed, the index the compaction took away comes back.
     std::fs::write(world.repo.join("memloop.toml"), "").unwrap();
     assert!(holds_index(&world.prompt("s")));
     assert_eq!(world.prompt("s"), "");
@@ -192,7 +198,11 @@ fn the_pair_follows_session_start_through_sync_diff_doctor_and_uninstall() {
 
     let toml = world.repo.join("memloop.toml");
     let on = std::fs::read_to_string(&toml).unwrap();
-    std::fs::write(&toml, format!("{on}\n[memory]\nsession_start = false\n")).unwrap();
+    std::fs::write(
+        &toml,
+        format!("{on}\n[memory]\nsession_start = false\nrecall = false\n"),
+    )
+    .unwrap();
     assert_eq!(run(&["diff", "--user-scope"]).status.code(), Some(1));
     let doctor = run(&["doctor", "--format", "json"]);
     let report = String::from_utf8_lossy(&doctor.stdout);

@@ -71,6 +71,8 @@ fn session_start_off_takes_the_pieces_out_and_on_puts_them_back() {
         }
 
         sandbox.set_config("memory", "session_start", &false.to_string());
+        // Kimi's and Copilot's prompt hook also carries recall: off too, it goes with the pieces.
+        sandbox.set_config("memory", "recall", &false.to_string());
         let diff = sandbox.run(&["diff"]);
         assert_eq!(
             diff.status.code(),
@@ -95,6 +97,7 @@ fn session_start_off_takes_the_pieces_out_and_on_puts_them_back() {
         assert!(off.contains(&stop), "{agent}: the gate stays: {off}");
 
         sandbox.set_config("memory", "session_start", &true.to_string());
+        sandbox.set_config("memory", "recall", &true.to_string());
         sandbox.ok(&["sync"]);
         assert_eq!(
             sandbox.read(file),

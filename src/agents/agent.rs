@@ -56,6 +56,10 @@ pub trait Agent: Sync {
     /// How this agent takes the session-start text from `memloop hook session-start`.
     fn session_start(&self) -> &dyn crate::hook::StartDialect;
 
+    /// How this agent's prompt hook (`memloop hook prompt`) reads the prompt and hands the
+    /// matching notes to the model.
+    fn prompt(&self) -> &dyn crate::hook::PromptDialect;
+
     /// What `memloop upgrade` migrates in this agent's files, in the order it runs.
     fn migrations(&self) -> &'static [Migration];
 

@@ -67,6 +67,12 @@ enum MemoryCommand {
     Restore { id: String },
     /// Print exactly what a new session is given (the index, or the lookup rule alone).
     Index,
+    /// Print exactly what an agent's prompt hook gives for this prompt (the first in a session).
+    Recall {
+        /// The prompt, as the person would send it.
+        #[arg(required = true, num_args = 1..)]
+        prompt: Vec<String>,
+    },
 }
 
 pub fn run(args: MemoryArgs) -> anyhow::Result<ExitCode> {
@@ -75,6 +81,9 @@ pub fn run(args: MemoryArgs) -> anyhow::Result<ExitCode> {
     let format = args.format;
     if let MemoryCommand::Index = args.command {
         return index(&root, &config, format);
+    }
+    if let MemoryCommand::Recall { prompt } = &args.command {
+        return recall(&root, &config, format, &prompt.join(" "));
     }
     let server = config.server()?;
     if !server.is_embedded() {
@@ -180,7 +189,7 @@ pub fn run(args: MemoryArgs) -> anyhow::Result<ExitCode> {
         }
         MemoryCommand::Forget { id } => forget(&mut store, format, &id, true)?,
         MemoryCommand::Restore { id } => forget(&mut store, format, &id, false)?,
-        MemoryCommand::Index => unreachable!("answered above"),
+        MemoryCommand::Index | MemoryCommand::Recall { .. } => unreachable!("answered above"),
     };
     // JSON escapes what it must and is data; text goes to a terminal.
     match format {
@@ -229,6 +238,64 @@ fn index(root: &std::path::Path, config: &Config, format: Format) -> anyhow::Res
                 eprintln!(
                     "memloop memory: [memory] session_start = false in memloop.toml; sessions \
                      are given nothing"
+                );
+            }
+            print!("{}", given.text);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn recall(
+    root: &std::path::Path,
+    config: &Config,
+    format: Format,
+    prompt: &str,
+) -> anyhow::Result<ExitCode> {
+    let why_nothing = if !config.memory.recall {
+        Some("[memory] recall = false in memloop.toml; prompts are given nothing")
+    } else if !config.server()?.is_embedded() {
+        Some("memloop.toml points the agents at another server; prompts are given nothing")
+    } else {
+        None
+    };
+    let given = match why_nothing {
+        Some(_) => crate::memory::recall::Recall::default(),
+        None => {
+            let mut store = Store::open(root)?;
+            let options = crate::memory::recall::Options {
+                cap: config.memory.recall_bytes as usize,
+                given: &std::collections::HashSet::new(),
+            };
+            crate::memory::recall::recall(&mut store, prompt, &options)
+        }
+    };
+    match format {
+        Format::Json => {
+            let notes: Vec<Value> = given
+                .notes
+                .iter()
+                .map(|n| {
+                    json!({"id": n.id, "file": n.file, "relevance": n.relevance, "whole": n.whole})
+                })
+                .collect();
+            let answer = json!({
+                "text": given.text,
+                "bytes": given.text.len(),
+                "cap": config.memory.recall_bytes,
+                "threshold": crate::memory::recall::THRESHOLD,
+                "notes": notes,
+            });
+            println!("{}", serde_json::to_string_pretty(&answer)?);
+        }
+        Format::Table => {
+            if let Some(why) = why_nothing {
+                eprintln!("memloop memory: {why}");
+            } else if given.notes.is_empty() {
+                eprintln!(
+                    "memloop memory: no note matches this prompt well enough (relevance {} or \
+                     more); the agent is given nothing",
+                    crate::memory::recall::THRESHOLD
                 );
             }
             print!("{}", given.text);

@@ -210,6 +210,11 @@ pub fn stop(
     else {
         return Ok(Outcome::Allow(settings.note));
     };
+    // Notes handed to the agent with a prompt were its lookup (`[gate] recall_counts_as_lookup`).
+    if settings.gate.recall_counts_as_lookup && !state.session.looked_up && store.recalled(&slot) {
+        state.session.looked_up = true;
+        state.session.window.store_before_lookup = false;
+    }
     let due = rules::not_due(&state.session, active, &settings.gate).is_none();
     // Only a window with a shell call pays for git: edits made through it are not tool calls.
     if due

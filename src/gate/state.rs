@@ -14,6 +14,7 @@
 //! other slot. This costs a few microseconds, where create-and-rename costs hundreds on ext4
 //! (and more while other processes keep the journal busy), more than the whole check.
 
+use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -309,6 +310,63 @@ impl Store {
     }
 }
 
+/// Recall (`crate::hook::prompt`): `<key>.given` lists the fingerprints of what the session was
+/// handed (notes recalled for its prompts, notes its session-start index held whole), one per
+/// line, so a note is not given twice unless it changed; `<key>.recalled` (empty) says a prompt
+/// of the session was given notes, which the gate may count as its lookup.
+impl Store {
+    /// What `session_id` was given so far (nothing when none or unreadable: at worst a note
+    /// comes twice).
+    pub fn given(&self, agent: &str, session_id: &str) -> HashSet<String> {
+        let path = self.marker(agent, session_id, "given");
+        read_regular(&path, MAX_GIVEN)
+            .map(|bytes| {
+                String::from_utf8_lossy(&bytes)
+                    .lines()
+                    .filter(|line| !line.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Adds `fingerprints` to what `session_id` was given.
+    pub fn note_given(
+        &self,
+        agent: &str,
+        session_id: &str,
+        fingerprints: &[String],
+    ) -> anyhow::Result<()> {
+        if fingerprints.is_empty() {
+            return Ok(());
+        }
+        let path = self.marker(agent, session_id, "given");
+        let lines = fingerprints.join("\n");
+        self.append(&path, lines.as_bytes())
+    }
+
+    /// The session's context is being summarised: what it was given is gone from it.
+    pub fn forget_given(&self, agent: &str, session_id: &str) {
+        let _ = fs::remove_file(self.marker(agent, session_id, "given"));
+    }
+
+    /// Notes that a prompt of `session_id` was given notes.
+    pub fn mark_recalled(&self, agent: &str, session_id: &str) -> anyhow::Result<()> {
+        let path = self.marker(agent, session_id, "recalled");
+        create_new(&path)
+            .map(|_| ())
+            .with_context(|| format!("cannot write the recall marker {}", path.display()))
+    }
+
+    /// Whether a prompt of the session in `slot` was given notes.
+    pub fn recalled(&self, slot: &Slot) -> bool {
+        self.dir.join(format!("{}.recalled", slot.key)).exists()
+    }
+}
+
+/// A session's `given` list is a few dozen bytes a prompt; past this it is not one.
+const MAX_GIVEN: u64 = 1 << 20;
+
 /// Creates an empty private file; false when it was there already.
 fn create_new(path: &Path) -> io::Result<bool> {
     let mut options = OpenOptions::new();
@@ -420,7 +478,7 @@ fn is_ours(name: &str) -> bool {
         && key.bytes().all(|b| b.is_ascii_hexdigit())
         && matches!(
             rest,
-            "ledger" | "0.state" | "1.state" | "stop" | "start" | "compact"
+            "ledger" | "0.state" | "1.state" | "stop" | "start" | "compact" | "given" | "recalled"
         )
 }
 

@@ -1,7 +1,7 @@
 //! `memloop hook <event>`: the one door through which agents call memloop while they run.
 //!
 //! The router parses the command line, starts the time budget (`crate::watchdog`), asks the gate
-//! (`stop`, `record`) or the memory (`session-start`, `pre-compact`), and answers in the calling
+//! (`stop`, `record`) or the memory (`session-start`, `pre-compact`, `prompt`), and answers in the calling
 //! agent's dialect. The dialects live in the agents' folders and are handed in as [`Dialects`]:
 //! nothing below this module knows an agent by name.
 //!
@@ -10,12 +10,15 @@
 //! says what the agent goes on without. Usage mistakes exit 1 as well, never clap's 2, which an
 //! agent would read as a block.
 
+mod input;
+mod prompt;
 mod session_start;
 
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 
+pub use prompt::{PromptArgs, PromptDialect, PromptForm, text_of as prompt_text};
 pub use session_start::{Event, Form, PRE_COMPACT, Plain, StartArgs, StartDialect, Turn};
 
 use crate::config::AgentId;
@@ -28,6 +31,8 @@ pub struct Dialects<'a> {
     pub gate: &'a dyn Fn(AgentId) -> &'static dyn gate::Reader,
     /// How the agent takes the session-start text, and when it is due.
     pub start: &'a dyn Fn(AgentId) -> &'static dyn StartDialect,
+    /// How the agent's prompt hook reads the prompt and hands the matching notes on.
+    pub prompt: &'a dyn Fn(AgentId) -> &'static dyn PromptDialect,
 }
 
 #[derive(Debug, clap::Args)]
@@ -48,6 +53,8 @@ enum HookCommand {
     SessionStart(StartArgs),
     /// Print the last reminder before older turns are summarised (plain text).
     PreCompact(StartArgs),
+    /// Print the notes that match the prompt in the input, in the form the agent reads.
+    Prompt(PromptArgs),
     #[command(external_subcommand)]
     Unknown(Vec<String>),
 }
@@ -65,12 +72,23 @@ struct AgentArg {
 pub fn run(args: HookArgs, dialects: &Dialects) -> ExitCode {
     match args.command {
         Some(HookCommand::SessionStart(args)) => {
+            // An agent whose prompt hook gives the session start (installed as `session-start`
+            // on its prompt event) gets both jobs from it: the start text when due, and the
+            // notes that match the prompt.
+            if let Some(prompt) = args.prompt_route(dialects.prompt) {
+                watchdog::start(prompt::CONSEQUENCE);
+                return prompt::run(&prompt, dialects.prompt);
+            }
             watchdog::start(session_start::CONSEQUENCE);
             session_start::run(&args, Event::SessionStart, dialects.start)
         }
         Some(HookCommand::PreCompact(args)) => {
             watchdog::start(session_start::CONSEQUENCE);
             session_start::run(&args, Event::PreCompact, dialects.start)
+        }
+        Some(HookCommand::Prompt(args)) => {
+            watchdog::start(prompt::CONSEQUENCE);
+            prompt::run(&args, dialects.prompt)
         }
         Some(HookCommand::Stop(arg)) => {
             watchdog::start(STOP_CONSEQUENCE);
@@ -81,8 +99,8 @@ pub fn run(args: HookArgs, dialects: &Dialects) -> ExitCode {
             judge(parse_agent(&arg).and_then(|id| gate::record(id, (dialects.gate)(id))))
         }
         Some(HookCommand::Unknown(words)) => judge(Err(anyhow::anyhow!(
-            "unknown hook command {:?}; use `memloop hook stop`, `record`, `session-start` or \
-             `pre-compact`",
+            "unknown hook command {:?}; use `memloop hook stop`, `record`, `session-start`, \
+             `pre-compact` or `prompt`",
             words.first().map(String::as_str).unwrap_or_default()
         ))),
         None => judge(Err(anyhow::anyhow!(

@@ -25,21 +25,19 @@
 //! exit 1 with one `memloop hook:` line on stderr when it fails, never 2, which some agents
 //! read as a block.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{OnceLock, mpsc};
-use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
 use crate::config::{AgentId, Config};
-use crate::memory::session::session_text;
+use crate::memory::recall::index_fingerprints;
+use crate::memory::session::{Source, session_text};
 use crate::watchdog;
 
-const INPUT_WAIT: Duration = Duration::from_millis(500);
-const MAX_INPUT: u64 = 1 << 20;
+use super::input::{hook_input, input_cwd, session_id};
 
 /// What the agent goes on without when this hook fails or runs out of time.
 pub const CONSEQUENCE: &str = "the session starts without the memory index";
@@ -56,6 +54,20 @@ pub struct StartArgs {
     after_compaction: bool,
     #[arg(hide = true, trailing_var_arg = true, allow_hyphen_values = true)]
     rest: Vec<String>,
+}
+
+impl StartArgs {
+    /// The prompt hook's arguments when this agent's prompt hook is where its session start is
+    /// given (Kimi Code; Copilot's `--after-compaction` piece): that hook runs as `prompt`.
+    pub fn prompt_route(
+        &self,
+        dialects: &dyn Fn(AgentId) -> &'static dyn super::PromptDialect,
+    ) -> Option<super::PromptArgs> {
+        let id = AgentId::parse(self.agent.as_deref()?)?;
+        let (_, after_compaction) = dialects(id).start()?;
+        (after_compaction == self.after_compaction && self.rest.is_empty())
+            .then(|| super::PromptArgs::for_agent(id))
+    }
 }
 
 /// How an agent takes the session-start text.
@@ -168,10 +180,20 @@ fn decide(
             None => bail!("unknown agent {name:?}; use --agent {agents}"),
         },
     };
+    let agent = args.agent.as_deref().and_then(AgentId::parse);
     watchdog::phase("reading the hook input on stdin");
-    match dialect.turn(hook_input(), event, args.after_compaction)? {
+    let input = hook_input();
+    if event == Event::PreCompact
+        && let (Some(agent), Some(session)) = (agent, session_id(input))
+    {
+        // The summary drops what the session was handed: recall may give it again.
+        if let Ok(state) = crate::gate::state::Store::open() {
+            state.forget_given(agent.as_str(), session);
+        }
+    }
+    match dialect.turn(input, event, args.after_compaction)? {
         Turn::Quiet => Ok(String::new()),
-        Turn::Give(give_back) => text(dialect.form(), event).inspect_err(|_| {
+        Turn::Give(give_back) => text(dialect.form(), event, agent).inspect_err(|_| {
             if let Some(give_back) = give_back {
                 give_back();
             }
@@ -179,7 +201,9 @@ fn decide(
     }
 }
 
-fn text(form: Form, event: Event) -> anyhow::Result<String> {
+/// The repository the hook runs for (`MEMLOOP_ROOT`, else the input's `cwd`, else the working
+/// directory) and its `memloop.toml`.
+pub(super) fn repository() -> anyhow::Result<(PathBuf, Config)> {
     let given = std::env::var_os("MEMLOOP_ROOT")
         .filter(|root| !root.is_empty())
         .map(PathBuf::from);
@@ -187,6 +211,36 @@ fn text(form: Form, event: Event) -> anyhow::Result<String> {
     let root = crate::memory::repository(given, input_cwd()).map_err(anyhow::Error::msg)?;
     watchdog::phase("reading memloop.toml");
     let config = Config::load(&root)?.unwrap_or_default();
+    Ok((root, config))
+}
+
+/// The session-start text as plain text. With the calling agent and a session id in its input,
+/// the notes the index holds whole are noted as given, so recall does not repeat them.
+pub(super) fn start_text(
+    root: &std::path::Path,
+    config: &Config,
+    agent: Option<AgentId>,
+) -> anyhow::Result<String> {
+    watchdog::phase("reading the memory index");
+    let session = session_text(root, config)?;
+    if let (Some(agent), Some(session_id)) = (agent, session_id(hook_input()))
+        && session.source == Source::Index
+    {
+        watchdog::phase("noting what the index gave");
+        // Best effort: without the note, a short note may come once more with a prompt.
+        if let Ok(state) = crate::gate::state::Store::open() {
+            let _ = state.note_given(
+                agent.as_str(),
+                session_id,
+                &index_fingerprints(&session.text),
+            );
+        }
+    }
+    Ok(session.text)
+}
+
+fn text(form: Form, event: Event, agent: Option<AgentId>) -> anyhow::Result<String> {
+    let (root, config) = repository()?;
     if event == Event::PreCompact {
         if !config.memory.session_start {
             return Ok(String::new());
@@ -197,19 +251,18 @@ fn text(form: Form, event: Event) -> anyhow::Result<String> {
             Form::ClaudeJson | Form::CopilotJson | Form::Text => format!("{PRE_COMPACT}\n"),
         });
     }
-    watchdog::phase("reading the memory index");
-    let session = session_text(&root, &config)?;
-    if session.text.is_empty() {
+    let text = start_text(&root, &config, agent)?;
+    if text.is_empty() {
         return Ok(String::new());
     }
     Ok(match form {
-        Form::Text => session.text,
-        Form::ClaudeJson | Form::HookJson => hook_json("SessionStart", &session.text),
-        Form::CopilotJson => format!("{}\n", json!({"additionalContext": session.text})),
+        Form::Text => text,
+        Form::ClaudeJson | Form::HookJson => hook_json("SessionStart", &text),
+        Form::CopilotJson => format!("{}\n", json!({"additionalContext": text})),
     })
 }
 
-fn hook_json(event: &str, text: &str) -> String {
+pub(super) fn hook_json(event: &str, text: &str) -> String {
     let answer = json!({"hookSpecificOutput": {
         "hookEventName": event,
         "additionalContext": text,
@@ -217,7 +270,7 @@ fn hook_json(event: &str, text: &str) -> String {
     format!("{answer}\n")
 }
 
-fn print(out: String) -> anyhow::Result<()> {
+pub(super) fn print(out: String) -> anyhow::Result<()> {
     if out.is_empty() {
         return Ok(());
     }
@@ -226,34 +279,4 @@ fn print(out: String) -> anyhow::Result<()> {
         .write_all(out.as_bytes())
         .and_then(|()| stdout.flush())
         .context("could not write to stdout")
-}
-
-/// The `cwd` of the agent's hook input, if one arrives in time and holds it.
-fn input_cwd() -> Option<PathBuf> {
-    let cwd = hook_input()?
-        .get("cwd")?
-        .as_str()
-        .filter(|cwd| !cwd.is_empty())?;
-    Some(PathBuf::from(cwd))
-}
-
-/// The agent's hook input (read once, waited for at most [`INPUT_WAIT`]), if it is JSON.
-fn hook_input() -> Option<&'static Value> {
-    static INPUT: OnceLock<Option<Value>> = OnceLock::new();
-    INPUT.get_or_init(read_input).as_ref()
-}
-
-fn read_input() -> Option<Value> {
-    if std::io::stdin().is_terminal() {
-        return None;
-    }
-    let (sender, receiver) = mpsc::channel();
-    // Left blocked on a pipe that never closes, the thread ends with the process.
-    std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let read = std::io::stdin().take(MAX_INPUT).read_to_end(&mut bytes);
-        let _ = sender.send(read.map(|_| bytes));
-    });
-    let bytes = receiver.recv_timeout(INPUT_WAIT).ok()?.ok()?;
-    serde_json::from_slice(&bytes).ok()
 }

@@ -5,10 +5,11 @@
 //!
 //! Rooms: `record` (the file format of notes and routes), `ids` (ids and timestamps), `store`
 //! (the notes of one repository: reading, writing under the lock, the derived cache), `search`
-//! (ranking) and `session` (the session-start index).
+//! (ranking), `session` (the session-start index) and `recall` (the notes that match a prompt).
 
 pub mod ids;
 pub mod index;
+pub mod recall;
 pub mod record;
 pub mod search;
 pub mod session;

@@ -371,7 +371,7 @@ pub fn read_all<T: Record>(dir: &Path) -> Vec<(String, Result<T, Unreadable>)> {
 
 /// Reads one record's file: not UTF-8, or not a record, is an [`Unreadable`] with its place.
 pub fn read_file<T: Record>(path: &Path) -> Result<T, Unreadable> {
-    let bytes = std::fs::read(path).map_err(|err| {
+    let bytes = crate::files::read_regular(path).map_err(|err| {
         Unreadable::new(
             1,
             1,

@@ -1,11 +1,13 @@
 //! The migration shape of agents whose hooks live in a JSON settings file: an older memloop wrote
 //! its gate group there alone, and this memloop installs more groups beside it (the session-start
-//! pieces). Detect names each group that is missing next to the gate; rewrite adds them as sync
-//! would. Nothing is added where the gate is not memloop's or with `[memory] session_start = false`.
+//! pieces, the prompt hook). Detect names each group that is missing next to the gate; rewrite
+//! adds them as sync would. Nothing is added where the gate is not memloop's, nor a piece that
+//! `memloop.toml` switches off (`[memory] session_start = false`, `recall = false`).
 
 use serde_json::Value;
 
 use super::{Env, Files};
+use crate::config::MemoryConfig;
 use crate::edit::json::Dialect;
 use crate::engine::PlanError;
 use crate::target::is_hook_group_for;
@@ -16,6 +18,18 @@ pub struct Piece {
     pub event: &'static str,
     pub command: &'static str,
     pub group: fn() -> Value,
+    /// Whether `[memory]` wants it (sync's `wanted_if` for the same fragment).
+    pub wanted: fn(&MemoryConfig) -> bool,
+}
+
+/// The session-start pieces' condition.
+pub fn session_start(memory: &MemoryConfig) -> bool {
+    memory.session_start
+}
+
+/// The prompt hook's condition.
+pub fn recall(memory: &MemoryConfig) -> bool {
+    memory.recall
 }
 
 pub struct JoinedGroups {
@@ -35,27 +49,26 @@ pub(super) fn holds_group(doc: &Value, event: &str, command: &str) -> bool {
 }
 
 impl JoinedGroups {
-    fn missing(&self, value: &Value) -> Vec<&Piece> {
+    fn missing(&self, value: &Value, memory: &MemoryConfig) -> Vec<&Piece> {
         let (event, command) = self.gate;
         if !holds_group(value, event, command) {
             return Vec::new();
         }
         self.pieces
             .iter()
-            .filter(|piece| !holds_group(value, piece.event, piece.command))
+            .filter(|piece| {
+                (piece.wanted)(memory) && !holds_group(value, piece.event, piece.command)
+            })
             .collect()
     }
 
     pub fn detect(&self, env: &Env, files: &mut Files) -> Result<Vec<String>, PlanError> {
-        if !env.ctx.config.memory.session_start {
-            return Ok(Vec::new());
-        }
         let path = env.ctx.root.join(self.file);
         let Some((doc, _)) = files.json(&path, self.dialect)? else {
             return Ok(Vec::new());
         };
         Ok(self
-            .missing(&doc.value())
+            .missing(&doc.value(), &env.ctx.config.memory)
             .into_iter()
             .map(|piece| {
                 format!(
@@ -73,7 +86,7 @@ impl JoinedGroups {
         let Some((mut doc, encoding)) = files.json(&path, self.dialect)? else {
             return Ok(());
         };
-        let wanted = self.missing(&doc.value());
+        let wanted = self.missing(&doc.value(), &env.ctx.config.memory);
         if wanted.is_empty() {
             return Ok(());
         }

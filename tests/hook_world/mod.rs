@@ -75,7 +75,22 @@ impl World {
     }
 
     /// The gate's state files, by name, with their sizes.
+    /// The state files of session start (markers), without recall's `.given` lists, which
+    /// [`World::given_files`] shows.
     pub fn state_files(&self) -> Vec<(String, u64)> {
+        let mut files = self.all_state_files();
+        files.retain(|(name, _)| !name.ends_with(".given"));
+        files
+    }
+
+    /// Recall's lists of what each session was given: the session-start index noted its notes.
+    pub fn given_files(&self) -> Vec<(String, u64)> {
+        let mut files = self.all_state_files();
+        files.retain(|(name, _)| name.ends_with(".given"));
+        files
+    }
+
+    fn all_state_files(&self) -> Vec<(String, u64)> {
         let dir = self.state.join("memloop/gate");
         let mut files: Vec<(String, u64)> = std::fs::read_dir(&dir)
             .map(|entries| {

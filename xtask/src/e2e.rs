@@ -28,6 +28,7 @@ mod memloop;
 mod netns;
 pub mod proc;
 mod qwen;
+mod recall;
 mod sandbox;
 mod session_start;
 mod session_start_kimi;
@@ -302,6 +303,31 @@ const SCENARIOS: &[Scenario] = &[
         name: "probe-copilot-session-start",
         about: "hand-written Copilot hooks (sessionStart in three output shapes, userPromptSubmitted) print markers: which reach the first model request, and where",
         run: copilot_start::probe,
+    },
+    Scenario {
+        name: "recall-claude",
+        about: "three prompts in one Claude Code session: a nonsense one gets no note, one matching a stored note has the note's full text in its request (UserPromptSubmit additionalContext), a second matching one does not get it again",
+        run: recall::claude,
+    },
+    Scenario {
+        name: "recall-kimi",
+        about: "three prompts of one Kimi Code session (kimi -p, then -c): memloop's UserPromptSubmit hook gives no note for a nonsense prompt, the note's full text with one that matches it, not again with a second one",
+        run: recall::kimi,
+    },
+    Scenario {
+        name: "recall-copilot",
+        about: "three prompts of one Copilot CLI session (copilot -p, then --resume): memloop's userPromptSubmitted hook gives no note for a nonsense prompt, the note's full text with one that matches it, not again with a second one",
+        run: recall::copilot,
+    },
+    Scenario {
+        name: "recall-qwen",
+        about: "three prompts in one Qwen Code process (stream-json): memloop's UserPromptSubmit hook gives no note for a nonsense prompt, the note's full text with one that matches it, not again with a second one",
+        run: recall::qwen,
+    },
+    Scenario {
+        name: "recall-gemini",
+        about: "three prompts of one Gemini CLI session (gemini -p, then --resume latest): memloop's BeforeAgent hook gives no note for a nonsense prompt, the note's full text with one that matches it, not again with a second one",
+        run: recall::gemini,
     },
     Scenario {
         name: "session-start-claude",

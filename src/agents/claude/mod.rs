@@ -65,6 +65,10 @@ impl super::agent::Agent for Claude {
         &crate::hook::Plain(crate::hook::Form::ClaudeJson)
     }
 
+    fn prompt(&self) -> &dyn crate::hook::PromptDialect {
+        self
+    }
+
     fn migrations(&self) -> &'static [crate::upgrade::Migration] {
         upgrade::MIGRATIONS
     }
@@ -104,7 +108,7 @@ pub fn targets(ctx: &Context) -> anyhow::Result<Vec<Target>> {
             agents: vec![AgentId::Claude],
             desired: Desired::Fragments {
                 format: Format::Json(Dialect::Strict),
-                fragments: settings_fragments(ctx.config.memory.session_start)
+                fragments: settings_fragments(&ctx.config.memory)
                     .into_iter()
                     .chain(approvals(ctx))
                     .collect(),
@@ -148,9 +152,15 @@ pub const PRE_COMPACT_COMMAND: &str = "memloop hook pre-compact --agent claude";
 /// Seconds; reading the index costs milliseconds, the rest is margin for a loaded machine.
 pub const SESSION_HOOK_TIMEOUT: u64 = 10;
 
-/// The hook groups of `.claude/settings.json`: the Stop gate, and the session-start and
-/// pre-compact pieces unless `[memory] session_start = false` retires them.
-pub fn settings_fragments(session_start: bool) -> Vec<Fragment> {
+/// `memloop hook prompt`: the notes matching each prompt, as `additionalContext` of the
+/// UserPromptSubmit hook (the earliest output of a prompt that reaches the model).
+pub const PROMPT_COMMAND: &str = "memloop hook prompt --agent claude";
+
+/// The hook groups of `.claude/settings.json`: the Stop gate, the session-start and pre-compact
+/// pieces unless `[memory] session_start = false` retires them, and the prompt hook unless
+/// `[memory] recall = false` does.
+pub fn settings_fragments(memory: &crate::config::MemoryConfig) -> Vec<Fragment> {
+    let session_start = memory.session_start;
     let hook = |event: &str, value: Value, command: &str| Fragment::JsonHookGroup {
         path: vec!["hooks".into(), event.into()],
         value,
@@ -158,6 +168,8 @@ pub fn settings_fragments(session_start: bool) -> Vec<Fragment> {
     };
     vec![
         hook("Stop", hook_group(), HOOK_COMMAND),
+        // Before the session-start pieces, so switching those off and on again gives the same bytes.
+        hook("UserPromptSubmit", prompt_group(), PROMPT_COMMAND).wanted_if(memory.recall),
         hook("SessionStart", session_start_group(), SESSION_START_COMMAND).wanted_if(session_start),
         hook("PreCompact", pre_compact_group(), PRE_COMPACT_COMMAND).wanted_if(session_start),
     ]
@@ -182,6 +194,11 @@ pub fn approvals(ctx: &Context) -> Vec<Fragment> {
         .collect()
 }
 
+/// UserPromptSubmit takes no matcher.
+pub fn prompt_group() -> Value {
+    json!({"hooks": [{"type": "command", "command": PROMPT_COMMAND, "timeout": SESSION_HOOK_TIMEOUT}]})
+}
+
 pub fn session_start_group() -> Value {
     json!({"matcher": SESSION_START_MATCHER, "hooks": [{"type": "command", "command": SESSION_START_COMMAND, "timeout": SESSION_HOOK_TIMEOUT}]})
 }
@@ -192,4 +209,11 @@ pub fn pre_compact_group() -> Value {
 
 pub fn hook_group() -> Value {
     json!({"hooks": [{"type": "command", "command": HOOK_COMMAND, "timeout": HOOK_TIMEOUT}]})
+}
+
+/// Its prompt hook takes the prompt from the input's `prompt`.
+impl crate::hook::PromptDialect for Claude {
+    fn form(&self) -> crate::hook::PromptForm {
+        crate::hook::PromptForm::HookJson("UserPromptSubmit")
+    }
 }

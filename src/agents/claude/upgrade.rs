@@ -10,12 +10,17 @@
 //!   version: it takes the rules (and `AGENTS.md` links to it) when `AGENTS.md` holds nothing
 //!   but memloop's block and the layout is `symlink`; otherwise it gets what `memloop sync`
 //!   writes there for the layout (the `@AGENTS.md` import, or the rules for `copy`).
+//! - `claude-recall`: a `.claude/settings.json` an older memloop wrote holds its Stop gate but
+//!   not the UserPromptSubmit group (the notes that match each prompt); it is added, as sync
+//!   would (unless `[memory] recall = false`).
 
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use crate::agents::claude::{HOOK_COMMAND, approvals, hook_group, settings_fragments};
+use crate::agents::claude::{
+    HOOK_COMMAND, PROMPT_COMMAND, approvals, hook_group, prompt_group, settings_fragments,
+};
 use crate::config::{AgentId, Layout};
 use crate::edit::json::Dialect;
 use crate::edit::markdown;
@@ -24,6 +29,7 @@ use crate::instructions;
 use crate::target::Fragment;
 use crate::target::is_hook_group_for;
 use crate::upgrade::approvals::Approvals;
+use crate::upgrade::joined_groups::{self, JoinedGroups, Piece};
 use crate::upgrade::{Env, Files, Migration};
 use crate::version::Version;
 use crate::version::{Product, Range};
@@ -36,7 +42,7 @@ const EVERY_VERSION: Range = Range::Versions {
 };
 
 /// Claude Code's migrations, in the order they run.
-pub const MIGRATIONS: &[Migration] = &[HOOK_SHAPE, AGENTS_MD, APPROVE_TOOLS];
+pub const MIGRATIONS: &[Migration] = &[HOOK_SHAPE, AGENTS_MD, RECALL, APPROVE_TOOLS];
 
 pub const APPROVE_TOOLS: Migration = Migration {
     id: "claude-approve-tools",
@@ -71,6 +77,35 @@ pub const AGENTS_MD: Migration = Migration {
     detect: agents_detect,
     rewrite: agents_rewrite,
 };
+
+pub const RECALL: Migration = Migration {
+    id: "claude-recall",
+    agent: Some(AgentId::Claude),
+    range: EVERY_VERSION,
+    about: "memloop's UserPromptSubmit hook (the notes that match each prompt) joins its Stop hook in .claude/settings.json",
+    detect: recall_detect,
+    rewrite: recall_rewrite,
+};
+
+const RECALL_GROUPS: JoinedGroups = JoinedGroups {
+    file: ".claude/settings.json",
+    dialect: Dialect::Strict,
+    gate: ("Stop", HOOK_COMMAND),
+    pieces: &[Piece {
+        event: "UserPromptSubmit",
+        command: PROMPT_COMMAND,
+        group: prompt_group,
+        wanted: joined_groups::recall,
+    }],
+};
+
+fn recall_detect(env: &Env, files: &mut Files) -> Result<Vec<String>, PlanError> {
+    RECALL_GROUPS.detect(env, files)
+}
+
+fn recall_rewrite(env: &Env, files: &mut Files) -> Result<(), PlanError> {
+    RECALL_GROUPS.rewrite(env, files)
+}
 
 fn settings(env: &Env) -> PathBuf {
     env.ctx.root.join(".claude/settings.json")
@@ -179,7 +214,7 @@ fn shape_rewrite(env: &Env, files: &mut Files) -> Result<(), PlanError> {
     }
     // The file is rewritten to today's shape as a whole: the session-start pieces a memloop of
     // the legacy shape never wrote come with it, as sync would add them.
-    for fragment in settings_fragments(env.ctx.config.memory.session_start) {
+    for fragment in settings_fragments(&env.ctx.config.memory) {
         if let Fragment::JsonHookGroup {
             path,
             value,

@@ -79,6 +79,10 @@ impl super::agent::Agent for Codex {
         &crate::hook::Plain(crate::hook::Form::ClaudeJson)
     }
 
+    fn prompt(&self) -> &dyn crate::hook::PromptDialect {
+        self
+    }
+
     fn migrations(&self) -> &'static [crate::upgrade::Migration] {
         upgrade::MIGRATIONS
     }
@@ -285,6 +289,13 @@ pub fn server_fields(transport: &Transport) -> anyhow::Result<Vec<(String, Entry
         EntryValue::String(APPROVAL_MODE.into()),
     ));
     Ok(fields)
+}
+
+/// Its prompt hook takes the prompt from the input's `prompt`.
+impl crate::hook::PromptDialect for Codex {
+    fn form(&self) -> crate::hook::PromptForm {
+        crate::hook::PromptForm::HookJson("UserPromptSubmit")
+    }
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use super::{HOOK_COMMAND, HOOKS_JSON, SESSION_START_COMMAND, codex_home, session
 use crate::config::AgentId;
 use crate::edit::json::Dialect;
 use crate::engine::PlanError;
-use crate::upgrade::joined_groups::{JoinedGroups, Piece};
+use crate::upgrade::joined_groups::{self, JoinedGroups, Piece};
 use crate::upgrade::{Env, Files, Migration};
 use crate::version::{Product, Range, Version};
 
@@ -38,6 +38,7 @@ const SESSION_START_GROUPS: JoinedGroups = JoinedGroups {
         event: "SessionStart",
         command: SESSION_START_COMMAND,
         group: session_start_group,
+        wanted: joined_groups::session_start,
     }],
 };
 

@@ -100,6 +100,10 @@ impl super::agent::Agent for Copilot {
         &start::Dialect
     }
 
+    fn prompt(&self) -> &dyn crate::hook::PromptDialect {
+        &start::Dialect
+    }
+
     fn migrations(&self) -> &'static [crate::upgrade::Migration] {
         upgrade::MIGRATIONS
     }
@@ -165,7 +169,8 @@ pub fn targets(ctx: &Context) -> Vec<Target> {
                         path: vec!["hooks".into(), "userPromptSubmitted".into()],
                         value: json!([prompt_entry()]),
                     }
-                    .wanted_if(ctx.config.memory.session_start),
+                    // One hook, both jobs: the index after a compaction, the notes of each prompt.
+                    .wanted_if(ctx.config.memory.session_start || ctx.config.memory.recall),
                 ],
             },
             note: None,
@@ -183,7 +188,8 @@ pub fn pre_compact_entry() -> Value {
     json!({"type": "command", "bash": PRE_COMPACT_COMMAND, "timeoutSec": SESSION_HOOK_TIMEOUT})
 }
 
-/// memloop's `userPromptSubmitted` handler: the index again on the first prompt after a compaction.
+/// memloop's `userPromptSubmitted` handler: the index again on the first prompt after a
+/// compaction, and the notes that match each prompt.
 pub fn prompt_entry() -> Value {
     json!({"type": "command", "bash": PROMPT_COMMAND, "timeoutSec": SESSION_HOOK_TIMEOUT})
 }

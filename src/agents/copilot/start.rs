@@ -97,3 +97,18 @@ impl crate::hook::StartDialect for Dialect {
         })
     }
 }
+
+/// The prompt hook is also where the session start is given: one hook, both jobs.
+impl crate::hook::PromptDialect for Dialect {
+    fn form(&self) -> crate::hook::PromptForm {
+        crate::hook::PromptForm::TopLevel
+    }
+
+    fn recognises(&self, input: &serde_json::Value) -> bool {
+        super::gate::recognises(input)
+    }
+
+    fn start(&self) -> Option<(&dyn crate::hook::StartDialect, bool)> {
+        Some((self, true))
+    }
+}

@@ -33,6 +33,11 @@ pub const HOOK_NAME: &str = "memloop";
 pub const HOOK_TIMEOUT_MS: u64 = 30_000;
 /// `memloop hook session-start`: Gemini reads its SessionStart JSON's `additionalContext`.
 pub const SESSION_START_COMMAND: &str = "memloop hook session-start --agent gemini";
+/// `memloop hook prompt`: the notes matching each prompt, as the BeforeAgent hook's
+/// `hookSpecificOutput.additionalContext` (the earliest event of a prompt whose output reaches
+/// the model).
+pub const PROMPT_COMMAND: &str = "memloop hook prompt --agent gemini";
+const PROMPT_NAME: &str = "memloop-recall";
 /// Its own name, so `hooksConfig.disabled` can turn it off without the gate.
 pub const SESSION_START_NAME: &str = "memloop-session-start";
 /// Milliseconds: the index is read in a few, the process starts in well under one second.
@@ -88,6 +93,10 @@ impl super::agent::Agent for Gemini {
         &crate::hook::Plain(crate::hook::Form::ClaudeJson)
     }
 
+    fn prompt(&self) -> &dyn crate::hook::PromptDialect {
+        self
+    }
+
     fn migrations(&self) -> &'static [crate::upgrade::Migration] {
         upgrade::MIGRATIONS
     }
@@ -129,6 +138,12 @@ pub fn targets(ctx: &Context) -> Vec<Target> {
                     value: hook_group(),
                     command: HOOK_COMMAND.into(),
                 },
+                Fragment::JsonHookGroup {
+                    path: vec!["hooks".into(), "BeforeAgent".into()],
+                    value: prompt_group(),
+                    command: PROMPT_COMMAND.into(),
+                }
+                .wanted_if(ctx.config.memory.recall),
                 Fragment::JsonHookGroup {
                     path: vec!["hooks".into(), "SessionStart".into()],
                     value: session_start_group(),
@@ -199,6 +214,35 @@ pub fn session_start_group() -> Value {
         "command": SESSION_START_COMMAND,
         "timeout": SESSION_START_TIMEOUT_MS,
     }]})
+}
+
+pub fn prompt_group() -> Value {
+    json!({"hooks": [{
+        "name": PROMPT_NAME,
+        "type": "command",
+        "command": PROMPT_COMMAND,
+        "timeout": SESSION_START_TIMEOUT_MS,
+    }]})
+}
+
+/// Its prompt hook takes the prompt from the input's `prompt`, without what Gemini CLI 0.61.0
+/// puts before it there: the session-start text in `<hook_context>...</hook_context>` (every
+/// prompt of the session carries it, and its words would drown the person's).
+impl crate::hook::PromptDialect for Gemini {
+    fn form(&self) -> crate::hook::PromptForm {
+        crate::hook::PromptForm::HookJson("BeforeAgent")
+    }
+
+    fn prompt(&self, input: &serde_json::Value) -> Option<String> {
+        let mut text = crate::hook::prompt_text(input.get("prompt")?)?;
+        while let Some(rest) = text.trim_start().strip_prefix("<hook_context>") {
+            let Some(end) = rest.find("</hook_context>") else {
+                break;
+            };
+            text = rest[end + "</hook_context>".len()..].to_owned();
+        }
+        Some(text)
+    }
 }
 
 #[cfg(test)]

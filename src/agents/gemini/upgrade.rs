@@ -13,16 +13,19 @@
 
 use serde_json::Value;
 
-use super::{DIALECT, HOOK_COMMAND, SESSION_START_COMMAND, SETTINGS, session_start_group};
+use super::{
+    DIALECT, HOOK_COMMAND, PROMPT_COMMAND, SESSION_START_COMMAND, SETTINGS, prompt_group,
+    session_start_group,
+};
 use crate::config::AgentId;
 use crate::engine::PlanError;
 use crate::upgrade::approvals::Approvals;
-use crate::upgrade::joined_groups::{JoinedGroups, Piece};
+use crate::upgrade::joined_groups::{self, JoinedGroups, Piece};
 use crate::upgrade::{Env, Files, Migration};
 use crate::version::{Product, Range, Version};
 
 /// Gemini's migrations, in the order they run.
-pub const MIGRATIONS: &[Migration] = &[HOOKS_SWITCH, SESSION_START, APPROVE_TOOLS];
+pub const MIGRATIONS: &[Migration] = &[HOOKS_SWITCH, SESSION_START, RECALL, APPROVE_TOOLS];
 
 pub const APPROVE_TOOLS: Migration = Migration {
     id: "gemini-approve-tools",
@@ -38,6 +41,27 @@ const APPROVALS: Approvals = Approvals {
     dialect: DIALECT,
     gate: ("AfterAgent", HOOK_COMMAND),
     fragments: super::approvals,
+};
+
+pub const RECALL: Migration = Migration {
+    id: "gemini-recall",
+    agent: Some(AgentId::Gemini),
+    range: Range::Any,
+    about: "memloop's BeforeAgent hook (the notes that match each prompt) joins its AfterAgent hook in .gemini/settings.json",
+    detect: |env, files| RECALL_GROUPS.detect(env, files),
+    rewrite: |env, files| RECALL_GROUPS.rewrite(env, files),
+};
+
+const RECALL_GROUPS: JoinedGroups = JoinedGroups {
+    file: SETTINGS,
+    dialect: DIALECT,
+    gate: ("AfterAgent", HOOK_COMMAND),
+    pieces: &[Piece {
+        event: "BeforeAgent",
+        command: PROMPT_COMMAND,
+        group: prompt_group,
+        wanted: joined_groups::recall,
+    }],
 };
 
 pub const SESSION_START: Migration = Migration {
@@ -57,6 +81,7 @@ const SESSION_START_GROUPS: JoinedGroups = JoinedGroups {
         event: "SessionStart",
         command: SESSION_START_COMMAND,
         group: session_start_group,
+        wanted: joined_groups::session_start,
     }],
 };
 

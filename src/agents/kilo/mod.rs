@@ -241,9 +241,21 @@ impl super::agent::Agent for Kilo {
         &crate::hook::Plain(crate::hook::Form::Text)
     }
 
+    fn prompt(&self) -> &dyn crate::hook::PromptDialect {
+        self
+    }
+
     fn migrations(&self) -> &'static [crate::upgrade::Migration] {
         // No memloop before this one wrote Kilo's files: nothing to migrate yet.
         &[]
+    }
+}
+
+/// Its prompt hook would take the prompt from the input's `prompt` and answer in plain text, as
+/// OpenCode's; the plugin does not call it yet (like OpenCode's).
+impl crate::hook::PromptDialect for Kilo {
+    fn form(&self) -> crate::hook::PromptForm {
+        crate::hook::PromptForm::Text
     }
 }
 

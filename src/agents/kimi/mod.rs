@@ -94,6 +94,10 @@ impl super::agent::Agent for Kimi {
         &start::Dialect
     }
 
+    fn prompt(&self) -> &dyn crate::hook::PromptDialect {
+        &start::Dialect
+    }
+
     fn migrations(&self) -> &'static [crate::upgrade::Migration] {
         upgrade::MIGRATIONS
     }
@@ -180,7 +184,7 @@ pub fn targets(
             agents: vec![AgentId::Kimi],
             desired: Desired::Fragments {
                 format: Format::Toml,
-                fragments: config_fragments(flavor, ctx.config.memory.session_start),
+                fragments: config_fragments(flavor, &ctx.config.memory),
             },
             note: None,
         });
@@ -213,15 +217,17 @@ fn json_target(path: PathBuf, display: String, scope: Scope, fragment: Fragment)
 
 /// memloop's `[[hooks]]` entries in the user's config: the Stop gate, and for Kimi Code the
 /// session-start pair unless `[memory] session_start = false` retires it (kimi-cli 1.x was never
-/// checked with a real program, so it keeps the gate alone).
-pub fn config_fragments(flavor: KimiFlavor, session_start: bool) -> Vec<Fragment> {
+/// checked with a real program, so it keeps the gate alone). The UserPromptSubmit entry also
+/// gives each prompt its matching notes, so it stays while `[memory] recall` wants it.
+pub fn config_fragments(flavor: KimiFlavor, memory: &crate::config::MemoryConfig) -> Vec<Fragment> {
+    let session_start = memory.session_start;
     let entry = |entry: Entry| Fragment::TomlEntry {
         key: "hooks".into(),
         entry,
     };
     let mut fragments = vec![entry(hook_entry())];
     if flavor == KimiFlavor::Code {
-        fragments.push(entry(session_start_entry()).wanted_if(session_start));
+        fragments.push(entry(session_start_entry()).wanted_if(session_start || memory.recall));
         fragments.push(entry(pre_compact_entry()).wanted_if(session_start));
     }
     fragments

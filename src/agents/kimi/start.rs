@@ -96,3 +96,14 @@ impl crate::hook::StartDialect for Dialect {
         })
     }
 }
+
+/// The prompt hook is also where the session start is given: one hook, both jobs.
+impl crate::hook::PromptDialect for Dialect {
+    fn form(&self) -> crate::hook::PromptForm {
+        crate::hook::PromptForm::Text
+    }
+
+    fn start(&self) -> Option<(&dyn crate::hook::StartDialect, bool)> {
+        Some((self, false))
+    }
+}

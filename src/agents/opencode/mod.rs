@@ -89,6 +89,10 @@ impl super::agent::Agent for Opencode {
         &crate::hook::Plain(crate::hook::Form::Text)
     }
 
+    fn prompt(&self) -> &dyn crate::hook::PromptDialect {
+        self
+    }
+
     fn migrations(&self) -> &'static [crate::upgrade::Migration] {
         upgrade::MIGRATIONS
     }
@@ -242,4 +246,11 @@ pub fn v2_entry(entry: &Value) -> Value {
         }
     }
     Value::Object(out)
+}
+
+/// Its prompt hook takes the prompt from the input's `prompt`.
+impl crate::hook::PromptDialect for Opencode {
+    fn form(&self) -> crate::hook::PromptForm {
+        crate::hook::PromptForm::Text
+    }
 }

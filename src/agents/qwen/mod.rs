@@ -31,6 +31,9 @@ pub const HOOK_COMMAND: &str = "memloop hook stop --agent qwen";
 pub const SESSION_START_COMMAND: &str = "memloop hook session-start --agent qwen";
 /// `memloop hook pre-compact`: its `additionalContext` joins the summary's system prompt.
 pub const PRE_COMPACT_COMMAND: &str = "memloop hook pre-compact --agent qwen";
+/// `memloop hook prompt`: the notes matching each prompt, as the UserPromptSubmit hook's
+/// `additionalContext`.
+pub const PROMPT_COMMAND: &str = "memloop hook prompt --agent qwen";
 pub const PROJECT_SETTINGS: &str = ".qwen/settings.json";
 /// Comments are stripped before `JSON.parse`; a trailing comma is not.
 pub const DIALECT: Dialect = Dialect::Comments;
@@ -77,6 +80,10 @@ impl super::agent::Agent for Qwen {
 
     fn session_start(&self) -> &dyn crate::hook::StartDialect {
         &crate::hook::Plain(crate::hook::Form::HookJson)
+    }
+
+    fn prompt(&self) -> &dyn crate::hook::PromptDialect {
+        self
     }
 
     fn migrations(&self) -> &'static [crate::upgrade::Migration] {
@@ -141,6 +148,12 @@ pub fn targets(ctx: &Context) -> Vec<Target> {
                     command: HOOK_COMMAND.into(),
                 },
                 Fragment::JsonHookGroup {
+                    path: vec!["hooks".into(), "UserPromptSubmit".into()],
+                    value: command_group(PROMPT_COMMAND),
+                    command: PROMPT_COMMAND.into(),
+                }
+                .wanted_if(ctx.config.memory.recall),
+                Fragment::JsonHookGroup {
                     path: vec!["hooks".into(), "SessionStart".into()],
                     value: command_group(SESSION_START_COMMAND),
                     command: SESSION_START_COMMAND.into(),
@@ -201,4 +214,11 @@ pub fn hook_group() -> Value {
 /// for the reason above.
 pub fn command_group(command: &str) -> Value {
     json!({"hooks": [{"type": "command", "command": command}]})
+}
+
+/// Its prompt hook takes the prompt from the input's `prompt`.
+impl crate::hook::PromptDialect for Qwen {
+    fn form(&self) -> crate::hook::PromptForm {
+        crate::hook::PromptForm::HookJson("UserPromptSubmit")
+    }
 }

@@ -7,15 +7,41 @@
 //!   but not the SessionStart and PreCompact groups (the memory index at session start and
 //!   after a compaction, the reminder before one); they are added, as sync would (unless
 //!   `[memory] session_start = false`).
+//! - `qwen-recall`: the same for the UserPromptSubmit group (the notes that match each prompt),
+//!   unless `[memory] recall = false`.
 
-use super::{DIALECT, HOOK_COMMAND, PRE_COMPACT_COMMAND, PROJECT_SETTINGS, SESSION_START_COMMAND};
+use super::{
+    DIALECT, HOOK_COMMAND, PRE_COMPACT_COMMAND, PROJECT_SETTINGS, PROMPT_COMMAND,
+    SESSION_START_COMMAND,
+};
 use crate::config::AgentId;
 use crate::engine::PlanError;
-use crate::upgrade::joined_groups::{JoinedGroups, Piece};
+use crate::upgrade::joined_groups::{self, JoinedGroups, Piece};
 use crate::upgrade::{Env, Files, Migration};
 use crate::version::Range;
 
-pub const MIGRATIONS: &[Migration] = &[SESSION_START];
+pub const MIGRATIONS: &[Migration] = &[SESSION_START, RECALL];
+
+pub const RECALL: Migration = Migration {
+    id: "qwen-recall",
+    agent: Some(AgentId::Qwen),
+    range: Range::Any,
+    about: "memloop's UserPromptSubmit hook (the notes that match each prompt) joins its Stop hook in .qwen/settings.json",
+    detect: |env, files| RECALL_GROUPS.detect(env, files),
+    rewrite: |env, files| RECALL_GROUPS.rewrite(env, files),
+};
+
+const RECALL_GROUPS: JoinedGroups = JoinedGroups {
+    file: PROJECT_SETTINGS,
+    dialect: DIALECT,
+    gate: ("Stop", HOOK_COMMAND),
+    pieces: &[Piece {
+        event: "UserPromptSubmit",
+        command: PROMPT_COMMAND,
+        group: || super::command_group(PROMPT_COMMAND),
+        wanted: joined_groups::recall,
+    }],
+};
 
 pub const SESSION_START: Migration = Migration {
     id: "qwen-session-start",
@@ -35,11 +61,13 @@ const GROUPS: JoinedGroups = JoinedGroups {
             event: "SessionStart",
             command: SESSION_START_COMMAND,
             group: || super::command_group(SESSION_START_COMMAND),
+            wanted: joined_groups::session_start,
         },
         Piece {
             event: "PreCompact",
             command: PRE_COMPACT_COMMAND,
             group: || super::command_group(PRE_COMPACT_COMMAND),
+            wanted: joined_groups::session_start,
         },
     ],
 };

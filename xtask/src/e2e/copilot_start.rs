@@ -356,7 +356,7 @@ fn compaction_notes(sb: &Sandbox) -> Vec<String> {
 }
 
 /// The id of the one session Copilot recorded.
-fn only_session(sb: &Sandbox) -> Result<String> {
+pub(super) fn only_session(sb: &Sandbox) -> Result<String> {
     let ids: Vec<String> = std::fs::read_dir(sb.home.join(".copilot/session-state"))?
         .flatten()
         .filter(|e| e.path().is_dir())

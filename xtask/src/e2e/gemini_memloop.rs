@@ -172,7 +172,7 @@ fn run_prompt_in(
     Ok(out)
 }
 
-fn install(ctx: &Ctx, sb: &mut Sandbox, fake: &FakeGemini) -> Result<()> {
+pub(super) fn install(ctx: &Ctx, sb: &mut Sandbox, fake: &FakeGemini) -> Result<()> {
     ctx.caps.need_init()?;
     set_up_harness(sb, Some(&fake.base_url()))?;
     memloop(sb, &["init", "--yes", "--agents", "gemini", "--trust"])
