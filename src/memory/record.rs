@@ -482,7 +482,9 @@ impl FrontMatter {
     fn split(text: &str) -> Result<FrontMatter, Unreadable> {
         // A checkout with autocrlf turns the files into CRLF; read them the same.
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        let mut lines = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l));
+        // Every CR before a line end goes, not only one: a text of `a\r\r\n` would otherwise
+        // keep a CR that the next write turns into a line end of its own.
+        let mut lines = text.split('\n').map(|l| l.trim_end_matches('\r'));
         if lines.next() != Some("---") {
             return Err(Unreadable::new(
                 1,
@@ -677,6 +679,14 @@ mod tests {
         note.task_id = Some("#12 [urgent]".into());
         note.content = "---\nbody that looks like front matter\n---".into();
         note.forgotten = Some("2026-12-01T00:00:00.000Z".into());
+        assert_eq!(Note::parse(&note.render()).unwrap(), note);
+    }
+
+    #[test]
+    fn stray_carriage_returns_before_a_line_end_do_not_survive_a_round_trip() {
+        let text = "---\ncategory: gotchas\nimportance: 5\ntags: []\ncreated: 2026-01-01\n---\nfirst\r\r\nsecond\r\n";
+        let note = Note::parse(text).unwrap();
+        assert_eq!(note.content, "first\nsecond");
         assert_eq!(Note::parse(&note.render()).unwrap(), note);
     }
 
