@@ -428,7 +428,6 @@ impl Segment {
             }
         }
         let mut terms = vec![0u8; term_buckets * BUCKET as usize];
-        let mut postings: Vec<u8> = Vec::new();
         let mut hashes: Vec<u64> = by_term
             .iter()
             .filter(|(_, list)| !list.is_empty())
@@ -436,7 +435,7 @@ impl Segment {
             .collect();
         hashes.sort_unstable();
         let mut first = 0u32;
-        for hash in hashes {
+        for &hash in &hashes {
             let list = &by_term[&hash];
             let mask = term_buckets as u64 - 1;
             let mut at = hash & mask;
@@ -447,13 +446,6 @@ impl Segment {
             terms[b..b + 8].copy_from_slice(&hash.to_le_bytes());
             terms[b + 8..b + 12].copy_from_slice(&first.to_le_bytes());
             terms[b + 12..b + 16].copy_from_slice(&(list.len() as u32).to_le_bytes());
-            for p in list {
-                postings.extend_from_slice(&p.slot.to_le_bytes());
-                postings.extend_from_slice(&p.len.to_le_bytes());
-                postings.extend_from_slice(&p.tf.to_le_bytes());
-                postings.push(p.importance);
-                postings.push(0);
-            }
             first = first
                 .checked_add(list.len() as u32)
                 .context("too many postings for one segment")?;
@@ -464,7 +456,9 @@ impl Segment {
         let off_ids = off_docs + docs.len() as u64;
         let off_terms = off_ids + ids.len() as u64 * 4;
         let off_postings = off_terms + terms.len() as u64;
-        let off_short = off_postings + postings.len() as u64;
+        // The postings are written straight from `by_term` below, never copied into one buffer:
+        // at 100,000 notes they are tens of megabytes.
+        let off_short = off_postings + u64::from(first) * POSTING;
         let off_strings = off_short + short.len() as u64;
         let file_len = off_strings + strings.len() as u64;
         let id: u64 = crate::memory::ids::random_u64();
@@ -496,20 +490,34 @@ impl Segment {
             header[120..128].copy_from_slice(&(stamp.mtime_ns as i64).to_le_bytes());
         }
 
-        let mut bytes = Vec::with_capacity(file_len as usize);
-        bytes.extend_from_slice(&header);
-        bytes.extend_from_slice(&docs);
-        for entry in &ids {
-            bytes.extend_from_slice(&entry.to_le_bytes());
-        }
-        bytes.extend_from_slice(&terms);
-        bytes.extend_from_slice(&postings);
-        bytes.extend_from_slice(&short);
-        bytes.extend_from_slice(&strings);
         let mut tmp = tempfile::NamedTempFile::new_in(path.parent().unwrap_or(Path::new(".")))
             .context("could not create the index segment")?;
-        tmp.write_all(&bytes)
-            .context("could not write the index segment")?;
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, tmp.as_file_mut());
+        let mut write = |bytes: &[u8]| {
+            out.write_all(bytes)
+                .context("could not write the index segment")
+        };
+        write(&header)?;
+        write(&docs)?;
+        for entry in &ids {
+            write(&entry.to_le_bytes())?;
+        }
+        write(&terms)?;
+        for hash in &hashes {
+            for p in &by_term[hash] {
+                let mut raw = [0u8; POSTING as usize];
+                raw[0..4].copy_from_slice(&p.slot.to_le_bytes());
+                raw[4..8].copy_from_slice(&p.len.to_le_bytes());
+                raw[8..10].copy_from_slice(&p.tf.to_le_bytes());
+                raw[10] = p.importance;
+                write(&raw)?;
+            }
+        }
+        write(&short)?;
+        write(&strings)?;
+        out.flush().context("could not write the index segment")?;
+        drop(out);
+        debug_assert_eq!(tmp.as_file().metadata().map(|m| m.len()).ok(), Some(file_len));
         tmp.persist(path)
             .map_err(|err| err.error)
             .with_context(|| format!("could not replace {}", path.display()))?;
