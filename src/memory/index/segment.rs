@@ -45,6 +45,26 @@ pub struct Posting {
     pub importance: u8,
 }
 
+impl Posting {
+    fn decode(raw: &[u8]) -> Posting {
+        Posting {
+            slot: u32_at(raw, 0),
+            len: u32_at(raw, 4),
+            tf: u16_at(raw, 8),
+            importance: raw[10],
+        }
+    }
+
+    fn encode(&self) -> [u8; POSTING as usize] {
+        let mut raw = [0u8; POSTING as usize];
+        raw[0..4].copy_from_slice(&self.slot.to_le_bytes());
+        raw[4..8].copy_from_slice(&self.len.to_le_bytes());
+        raw[8..10].copy_from_slice(&self.tf.to_le_bytes());
+        raw[10] = self.importance;
+        raw
+    }
+}
+
 /// A record of the short region: enough to rank and print its session-index line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Short {
@@ -297,12 +317,7 @@ impl Segment {
                 let raw = self.read(start, count * POSTING)?;
                 return Ok(raw
                     .chunks_exact(POSTING as usize)
-                    .map(|p| Posting {
-                        slot: u32_at(p, 0),
-                        len: u32_at(p, 4),
-                        tf: u16_at(p, 8),
-                        importance: p[10],
-                    })
+                    .map(Posting::decode)
                     .collect());
             }
             at = (at + 1) & mask;
@@ -314,25 +329,22 @@ impl Segment {
     pub fn all_postings(&self) -> anyhow::Result<Vec<(u64, Vec<Posting>)>> {
         let h = &self.header;
         let table = self.read(h.off_terms, u64::from(h.term_buckets) * BUCKET)?;
-        let postings = self.read(h.off_postings, h.off_short - h.off_postings)?;
         let mut out = Vec::new();
         for raw in table.chunks_exact(BUCKET as usize) {
             let hash = u64_at(raw, 0);
             if hash == 0 {
                 continue;
             }
-            let (first, count) = (u32_at(raw, 8) as usize, u32_at(raw, 12) as usize);
-            let bytes = postings
-                .get(first * POSTING as usize..(first + count) * POSTING as usize)
-                .context("index postings out of range")?;
-            let list = bytes
+            // Term by term, so the raw postings are never all in memory beside the decoded ones.
+            let (first, count) = (u64::from(u32_at(raw, 8)), u64::from(u32_at(raw, 12)));
+            let start = h.off_postings + first * POSTING;
+            if start + count * POSTING > h.off_short {
+                bail!("index postings out of range");
+            }
+            let list = self
+                .read(start, count * POSTING)?
                 .chunks_exact(POSTING as usize)
-                .map(|p| Posting {
-                    slot: u32_at(p, 0),
-                    len: u32_at(p, 4),
-                    tf: u16_at(p, 8),
-                    importance: p[10],
-                })
+                .map(Posting::decode)
                 .collect();
             out.push((hash, list));
         }
@@ -505,19 +517,17 @@ impl Segment {
         write(&terms)?;
         for hash in &hashes {
             for p in &by_term[hash] {
-                let mut raw = [0u8; POSTING as usize];
-                raw[0..4].copy_from_slice(&p.slot.to_le_bytes());
-                raw[4..8].copy_from_slice(&p.len.to_le_bytes());
-                raw[8..10].copy_from_slice(&p.tf.to_le_bytes());
-                raw[10] = p.importance;
-                write(&raw)?;
+                write(&p.encode())?;
             }
         }
         write(&short)?;
         write(&strings)?;
         out.flush().context("could not write the index segment")?;
         drop(out);
-        debug_assert_eq!(tmp.as_file().metadata().map(|m| m.len()).ok(), Some(file_len));
+        debug_assert_eq!(
+            tmp.as_file().metadata().map(|m| m.len()).ok(),
+            Some(file_len)
+        );
         tmp.persist(path)
             .map_err(|err| err.error)
             .with_context(|| format!("could not replace {}", path.display()))?;
