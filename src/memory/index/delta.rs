@@ -203,25 +203,26 @@ impl Log {
     }
 }
 
+/// One line read back: the same change a writer applies in memory, plus the folder's stamp.
 fn apply(delta: &mut Delta, line: Line) -> anyhow::Result<()> {
-    if let Some(was) = line.was {
-        delta.replaced.insert(was.slot, was);
-    }
-    match (line.put, line.del) {
-        (Some(put), None) => {
-            let doc = Doc {
-                id: put.id.clone(),
-                stamp: put.stamp,
-                meta: put.meta,
-                terms: put.terms,
-            };
-            delta.docs.insert(put.id, Some(doc));
-        }
-        (None, Some(id)) => {
-            delta.docs.insert(id, None);
-        }
-        (None, None) => {}
+    let change = match (line.put, line.del) {
+        (Some(put), None) => Some(Change::Put(Doc {
+            id: put.id,
+            stamp: put.stamp,
+            meta: put.meta,
+            terms: put.terms,
+        })),
+        (None, Some(id)) => Some(Change::Del(id)),
+        (None, None) => None,
         (Some(_), Some(_)) => bail!("the index delta is corrupt"),
+    };
+    match change {
+        Some(change) => delta.apply_change(change, line.was),
+        None => {
+            if let Some(was) = line.was {
+                delta.replaced.insert(was.slot, was);
+            }
+        }
     }
     if line.folder.is_some() {
         delta.folder = line.folder;
