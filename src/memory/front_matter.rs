@@ -127,7 +127,9 @@ enum FieldValue {
     /// `0x1F`, not 31).
     Text(String),
     List(Vec<String>),
-    /// A mapping, a list holding one, or an alias.
+    /// A mapping of words to words (`path: fingerprint`), in the order written.
+    Map(Vec<(String, String)>),
+    /// A mapping holding more than words, a list holding one, or an alias.
     Nested,
 }
 
@@ -145,7 +147,7 @@ impl Field {
         match &self.value {
             FieldValue::Text(text) => Ok(text.clone()),
             FieldValue::Null => Err(self.error("is empty".into(), "give it a value")),
-            FieldValue::List(_) | FieldValue::Nested => Err(self.error(
+            FieldValue::List(_) | FieldValue::Map(_) | FieldValue::Nested => Err(self.error(
                 "want a single value, got a list, a mapping or an alias".into(),
                 "write it on one line as `key: value`",
             )),
@@ -171,9 +173,21 @@ impl Field {
             FieldValue::List(items) => Ok(items.clone()),
             FieldValue::Text(text) => Ok(vec![text.clone()]),
             FieldValue::Null => Ok(Vec::new()),
-            FieldValue::Nested => Err(self.error(
+            FieldValue::Map(_) | FieldValue::Nested => Err(self.error(
                 "want a list of words, got a mapping or an alias".into(),
                 "write it as `[a, b]` or one `- item` per line",
+            )),
+        }
+    }
+
+    /// A mapping of words to words, one `key: value` per line below the field.
+    pub fn map(&self) -> Result<Vec<(String, String)>, Unreadable> {
+        match &self.value {
+            FieldValue::Map(pairs) => Ok(pairs.clone()),
+            FieldValue::Null => Ok(Vec::new()),
+            _ => Err(self.error(
+                "want `key: value` lines, got something else".into(),
+                "write one indented `key: value` per line below it",
             )),
         }
     }
@@ -274,18 +288,37 @@ impl<'a> Events<'a> {
                 items.map_or(FieldValue::Nested, FieldValue::List)
             }
             Event::MappingStart(..) => {
+                // Words to words when every key and value is a non-null scalar.
+                let mut pairs = Some(Vec::new());
+                let mut key: Option<String> = None;
                 let mut depth = 1usize;
                 while depth > 0 {
                     let (event, span) = self.next()?;
                     end = span.end;
                     match event {
-                        Event::SequenceStart(..) | Event::MappingStart(..) => depth += 1,
+                        Event::SequenceStart(..) | Event::MappingStart(..) => {
+                            depth += 1;
+                            pairs = None;
+                        }
                         Event::SequenceEnd | Event::MappingEnd => depth -= 1,
+                        Event::Scalar(text, style, _, tag) if depth == 1 => {
+                            let word = match resolve(&text, style, tag.as_ref()) {
+                                Resolved::String(text) => Some(text),
+                                Resolved::Other => Some(source.text(&span).trim().to_owned()),
+                                Resolved::Null => None,
+                            };
+                            match (word, key.take(), pairs.as_mut()) {
+                                (Some(value), Some(k), Some(list)) => list.push((k, value)),
+                                (Some(k), None, Some(_)) => key = Some(k),
+                                _ => pairs = None,
+                            }
+                        }
+                        Event::Alias(_) if depth == 1 => pairs = None,
                         Event::StreamEnd => break,
                         _ => {}
                     }
                 }
-                FieldValue::Nested
+                pairs.map_or(FieldValue::Nested, FieldValue::Map)
             }
             _ => FieldValue::Nested,
         };

@@ -14,6 +14,7 @@ pub mod recall;
 pub mod record;
 pub mod search;
 pub mod session;
+pub mod stale;
 pub mod store;
 mod synonyms;
 

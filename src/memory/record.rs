@@ -28,6 +28,10 @@ pub struct Note {
     pub created: String,
     /// Set when the note was forgotten: it stays on disk for `memory_restore`, out of every query.
     pub forgotten: Option<String>,
+    /// The files the note is about, each with a fingerprint of its content when the note was
+    /// written (see [`super::stale`]), and the commit checked out then.
+    pub about: Vec<(String, String)>,
+    pub commit: Option<String>,
     pub extra: Vec<String>,
 }
 
@@ -135,11 +139,15 @@ impl Record for Note {
             task_id: None,
             created: String::new(),
             forgotten: None,
+            about: Vec::new(),
+            commit: None,
             extra: Vec::new(),
         };
         for field in doc.fields {
             match field.key.as_str() {
                 "category" => note.category = field.text()?,
+                "about" => note.about = field.map()?,
+                "commit" => note.commit = Some(field.text()?),
                 "importance" => note.importance = field.importance()?,
                 "tags" => note.tags = field.list()?,
                 "task_id" => note.task_id = Some(field.text()?),
@@ -183,6 +191,15 @@ impl Record for Note {
             let _ = writeln!(out, "task_id: {}", quote(task));
         }
         let _ = writeln!(out, "created: {}", quote(&self.created));
+        if let Some(commit) = &self.commit {
+            let _ = writeln!(out, "commit: {}", quote(commit));
+        }
+        if !self.about.is_empty() {
+            out.push_str("about:\n");
+            for (path, fingerprint) in &self.about {
+                let _ = writeln!(out, "  {}: {}", quote(path), quote(fingerprint));
+            }
+        }
         if let Some(at) = &self.forgotten {
             let _ = writeln!(out, "forgotten: {}", quote(at));
         }
@@ -374,6 +391,8 @@ mod tests {
             task_id: Some("cf-131".into()),
             created: "2026-11-30T09:55:01.123Z".into(),
             forgotten: None,
+            about: Vec::new(),
+            commit: None,
             extra: Vec::new(),
         }
     }
