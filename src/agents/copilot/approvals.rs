@@ -79,7 +79,8 @@ pub fn missing<'t>(server: &str, location: &str, config: &Value) -> Vec<&'t str>
             !approvals.iter().any(|a| {
                 a.get("kind") == Some(&json!("mcp"))
                     && a.get("serverName") == Some(&json!(server))
-                    && [Value::Null, json!(tool)].contains(a.get("toolName").unwrap_or(&json!(0)))
+                    && a.get("toolName")
+                        .is_some_and(|name| name.is_null() || name == *tool)
             })
         })
         .collect()
