@@ -913,3 +913,24 @@ fn copilot_trust_without_a_config_creates_one_and_revoke_removes_it() {
         "revoke left the file memloop created"
     );
 }
+
+#[test]
+fn copilot_trust_with_approve_tools_off_writes_no_approvals_file() {
+    let world = World::new("copilot");
+    let toml_path = world.root.join("memloop.toml");
+    let toml = std::fs::read_to_string(&toml_path).unwrap();
+    std::fs::write(
+        &toml_path,
+        format!("{toml}\n[memory]\napprove_tools = false\n"),
+    )
+    .unwrap();
+    world.ok(&["trust", "--yes"]);
+    assert!(
+        world.home.join(COPILOT_CONFIG).exists(),
+        "the folder trust is written"
+    );
+    assert!(
+        !world.home.join(COPILOT_APPROVALS).exists(),
+        "an approvals file with nothing in it was created"
+    );
+}
