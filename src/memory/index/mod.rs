@@ -36,9 +36,10 @@ use super::search::{Terms, bm25, idf, relevance};
 /// rewrite of the segment) is rare, few enough that every reader parses the delta quickly.
 pub const DELTA_MAX: usize = 256;
 
-/// How many of the delta's postings a merge sorts at once (about 6 MiB): a larger delta is
-/// sorted in several ranges of term hashes.
-const FRESH_POSTINGS_PER_RANGE: usize = 1 << 18;
+/// How many of the delta's postings a merge sorts at once (about 24 MiB): a larger delta (a
+/// hook's cold start) is sorted in several ranges of term hashes, a pass over its records
+/// each, so the ranges are few.
+const FRESH_POSTINGS_PER_RANGE: usize = 1 << 20;
 
 /// Record files a reconcile without a deadline reads before it saves them (a merge), so a cold
 /// start of 100,000 notes holds about 8 MiB of records at a time, for a dozen merges.
