@@ -405,12 +405,16 @@ impl<T: Record> Index<T> {
     pub fn candidates(&self, full: bool) -> anyhow::Result<Candidates> {
         let total = self.total();
         if full || self.segment.is_none() {
-            let records: Vec<Candidate> = self
-                .all()?
-                .into_iter()
-                .filter(|(_, _, meta)| meta.searchable)
-                .map(|(id, _, meta)| Candidate { id, meta })
-                .collect();
+            let mut records = Vec::new();
+            self.each(|id, _, meta| {
+                if meta.searchable {
+                    records.push(Candidate {
+                        id: id.to_owned(),
+                        meta: meta.clone(),
+                    });
+                }
+                Ok(())
+            })?;
             return Ok(Candidates {
                 records,
                 total,
