@@ -253,6 +253,57 @@ fn damaged_or_foreign_derived_files_are_rebuilt_not_trusted() {
 }
 
 #[test]
+fn a_segment_damaged_past_its_header_is_rebuilt_by_a_servers_start_and_missing_notes_leave() {
+    let repo = Repo::new();
+    let mut store = Store::open(repo.path()).unwrap();
+    let mut ids = Vec::new();
+    for seed in 0..300 {
+        ids.push(store.store_note(new_note(seed)).unwrap());
+    }
+    let expected = answers(&mut store);
+    let segment = repo.path().join(".memloop/cache/notes.seg");
+    let mut bytes = fs::read(&segment).unwrap();
+    // The strings region (ids and lines) starts at the offset in bytes 88..96 of the header:
+    // every id there made not UTF-8, the header left whole.
+    let strings = u64::from_le_bytes(bytes[88..96].try_into().unwrap()) as usize;
+    assert!(strings > 128 && strings < bytes.len());
+    for byte in &mut bytes[strings..] {
+        *byte = 0xff;
+    }
+    fs::write(&segment, &bytes).unwrap();
+    let server = Opening {
+        verify: true,
+        deadline: None,
+    };
+    let mut reader = Store::open_with(repo.path(), server).unwrap();
+    assert_eq!(answers(&mut reader), expected);
+    assert_eq!(reader.notes.list().unwrap().len(), 300);
+    // Notes removed behind memloop's back leave the index when the folder is walked again.
+    for id in ids.iter().step_by(2) {
+        fs::remove_file(repo.notes().join(format!("{id}.md"))).unwrap();
+    }
+    let mut reader = Store::open_with(repo.path(), server).unwrap();
+    assert_eq!(reader.notes.list().unwrap().len(), 150);
+    assert_eq!(answers(&mut reader), answers(&mut rebuilt(&repo)));
+}
+
+#[test]
+fn a_missing_notes_folder_takes_even_forgotten_notes_out_of_the_index() {
+    let repo = Repo::new();
+    let mut store = Store::open(repo.path()).unwrap();
+    let id = store.store_note(new_note(5)).unwrap();
+    store.set_forgotten(&id, true).unwrap();
+    assert_eq!(store.notes.list().unwrap().len(), 1);
+    assert_eq!(store.notes.count(), 0);
+    fs::remove_dir_all(repo.notes()).unwrap();
+    let reader = Store::open(repo.path()).unwrap();
+    assert!(
+        reader.notes.list().unwrap().is_empty(),
+        "a forgotten note whose file is gone is still listed"
+    );
+}
+
+#[test]
 fn a_cold_start_cut_short_shows_what_it_read_and_the_next_call_reads_on() {
     let repo = Repo::new();
     for i in 0..300 {

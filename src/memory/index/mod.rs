@@ -27,7 +27,7 @@ use anyhow::Context;
 
 use delta::{Change, Delta, Log, Was};
 use doc::{Doc, DocMeta, Stamp};
-use segment::{ByTerm, Entry, Segment};
+use segment::{Posting, Segment, Writer};
 
 use super::record::Record;
 use super::search::{Terms, bm25, idf, relevance};
@@ -35,6 +35,15 @@ use super::search::{Terms, bm25, idf, relevance};
 /// Changes the delta holds before they are merged into a new segment: enough that a merge (a
 /// rewrite of the segment) is rare, few enough that every reader parses the delta quickly.
 pub const DELTA_MAX: usize = 256;
+
+/// How many of the delta's postings a merge sorts at once (about 24 MiB): a larger delta (a
+/// hook's cold start) is sorted in several ranges of term hashes, a pass over its records
+/// each, so the ranges are few.
+const FRESH_POSTINGS_PER_RANGE: usize = 1 << 20;
+
+/// Record files a reconcile without a deadline reads before it saves them (a merge), so a cold
+/// start of 100,000 notes holds about 8 MiB of records at a time, for a dozen merges.
+const COLD_BATCH: usize = 8_192;
 
 /// A record file that is not read, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,6 +99,9 @@ pub struct Index<T: Record> {
     skipped: HashMap<String, Stamp>,
     /// Whether this view has changes that could not be written (a read-only checkout).
     unsaved: bool,
+    /// [`COLD_BATCH`] and [`FRESH_POSTINGS_PER_RANGE`], smaller in tests.
+    cold_batch: usize,
+    postings_per_range: usize,
     kind: PhantomData<T>,
 }
 
@@ -105,6 +117,8 @@ impl<T: Record> Index<T> {
             delta: Delta::default(),
             skipped: HashMap::new(),
             unsaved: false,
+            cold_batch: COLD_BATCH,
+            postings_per_range: FRESH_POSTINGS_PER_RANGE,
             kind: PhantomData,
         };
         index.reload();
@@ -165,32 +179,64 @@ impl<T: Record> Index<T> {
     pub fn is_current(&self) -> bool {
         let now = self.folder_stamp();
         match now {
-            None => self.total() == 0 && self.segment.is_some() || self.is_empty_view(),
+            // No folder: current only when the index holds nothing either (a forgotten note
+            // is not searchable, yet still held, and must go with its file).
+            None => self.is_empty_view(),
             Some(now) => self.seen() == Some(now),
         }
     }
 
+    /// Whether the view holds no record at all, searchable or not: every segment slot
+    /// replaced and every change a removal.
     fn is_empty_view(&self) -> bool {
-        self.segment.as_ref().is_none_or(|s| s.docs() == 0) && self.delta.docs.is_empty()
+        let held = self.segment.as_ref().map_or(0, |s| s.docs() as usize);
+        let gone = self
+            .delta
+            .replaced
+            .keys()
+            .filter(|slot| (**slot as usize) < held)
+            .count();
+        gone == held && self.delta.docs.values().all(Option::is_none)
     }
 
     /// The current stamp and view of every record: the segment's, with the delta over it.
     pub fn all(&self) -> anyhow::Result<Vec<(String, Stamp, DocMeta)>> {
-        let mut out: Vec<(String, Stamp, DocMeta)> = Vec::new();
+        let mut out = Vec::new();
+        self.each(|id, stamp, meta| {
+            out.push((id.to_owned(), stamp, meta.clone()));
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Calls `f` with every record of the current view, in id order, holding one chunk of the
+    /// segment at a time: the segment's records (in id order by construction) merged with the
+    /// delta's.
+    fn each(
+        &self,
+        mut f: impl FnMut(&str, Stamp, &DocMeta) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let mut fresh = self.delta.docs.values().flatten().peekable();
         if let Some(segment) = &self.segment {
-            for (slot, (id, stamp, meta)) in segment.all_docs()?.into_iter().enumerate() {
-                if !self.delta.replaced.contains_key(&(slot as u32))
-                    && !self.delta.docs.contains_key(&id)
-                {
-                    out.push((id, stamp, meta));
+            let mut last: Option<String> = None;
+            for item in segment.docs_in_order() {
+                let (slot, id, stamp, meta) = item?;
+                if last.as_ref().is_some_and(|last| *last >= id) {
+                    anyhow::bail!("the index segment's records are out of order");
                 }
+                while let Some(doc) = fresh.next_if(|doc| doc.id < id) {
+                    f(&doc.id, doc.stamp, &doc.meta)?;
+                }
+                if !self.delta.replaced.contains_key(&slot) && !self.delta.docs.contains_key(&id) {
+                    f(&id, stamp, &meta)?;
+                }
+                last = Some(id);
             }
         }
-        for doc in self.delta.docs.values().flatten() {
-            out.push((doc.id.clone(), doc.stamp, doc.meta.clone()));
+        for doc in fresh {
+            f(&doc.id, doc.stamp, &doc.meta)?;
         }
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok(out)
+        Ok(())
     }
 
     /// The stamp of record `id` as indexed, `None` when the index does not hold it.
@@ -359,12 +405,16 @@ impl<T: Record> Index<T> {
     pub fn candidates(&self, full: bool) -> anyhow::Result<Candidates> {
         let total = self.total();
         if full || self.segment.is_none() {
-            let records: Vec<Candidate> = self
-                .all()?
-                .into_iter()
-                .filter(|(_, _, meta)| meta.searchable)
-                .map(|(id, _, meta)| Candidate { id, meta })
-                .collect();
+            let mut records = Vec::new();
+            self.each(|id, _, meta| {
+                if meta.searchable {
+                    records.push(Candidate {
+                        id: id.to_owned(),
+                        meta: meta.clone(),
+                    });
+                }
+                Ok(())
+            })?;
             return Ok(Candidates {
                 records,
                 total,
@@ -425,67 +475,108 @@ impl<T: Record> Index<T> {
         if !verify && before.is_some() && before == self.seen() {
             return Ok(Progress::default());
         }
-        let known: HashMap<String, Stamp> = self
-            .all()?
-            .into_iter()
-            .map(|(id, stamp, _)| (id, stamp))
-            .collect();
-        let listing = match before {
+        let mut listing = match before {
             Some(_) => list(&self.folder, verify, writable)?,
             None => Vec::new(),
         };
-        let mut present: HashSet<&str> = HashSet::with_capacity(listing.len());
-        let mut to_read: Vec<&Listed> = Vec::new();
-        for entry in &listing {
-            present.insert(&entry.id);
-            let same = match (known.get(&entry.id), entry.stamp) {
-                (Some(known), Some(stamp)) => *known == stamp,
+        // In id order, to walk beside the index's records (also in id order) without holding
+        // either as a map.
+        listing.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+        let skipped = &self.skipped;
+        let needs_reading = |entry: &Listed, known: Option<Stamp>| {
+            let same = match (known, entry.stamp()) {
+                (Some(known), Some(stamp)) => known == stamp,
                 (Some(known), None) => Some(known.ino) == entry.ino,
                 (None, _) => false,
             };
-            let reported = match (self.skipped.get(&entry.id), entry.ino) {
+            let reported = match (skipped.get(&*entry.id), entry.ino) {
                 (Some(stamp), Some(ino)) => {
-                    stamp.ino == ino && entry.stamp.is_none_or(|s| s == *stamp)
+                    stamp.ino == ino && entry.stamp().is_none_or(|s| s == *stamp)
                 }
                 _ => false,
             };
-            if !same && !reported {
+            !same && !reported
+        };
+        let mut to_read: Vec<&Listed> = Vec::new();
+        let mut known: HashSet<&str> = HashSet::new();
+        let mut changes: Vec<Change> = Vec::new();
+        let mut next = 0;
+        let walked = self.each(|id, stamp, _| {
+            while let Some(entry) = listing.get(next).filter(|e| &*e.id < id) {
+                if needs_reading(entry, None) {
+                    to_read.push(entry);
+                }
+                next += 1;
+            }
+            match listing.get(next).filter(|e| &*e.id == id) {
+                Some(entry) => {
+                    if needs_reading(entry, Some(stamp)) {
+                        to_read.push(entry);
+                        known.insert(&*entry.id);
+                    }
+                    next += 1;
+                }
+                None => changes.push(Change::Del(id.to_owned())),
+            }
+            Ok(())
+        });
+        for entry in &listing[next.min(listing.len())..] {
+            if needs_reading(entry, None) {
                 to_read.push(entry);
             }
         }
-        let mut changes: Vec<Change> = known
-            .keys()
-            .filter(|id| !present.contains(id.as_str()))
-            .map(|id| Change::Del(id.clone()))
-            .collect();
+        if walked.is_err() {
+            // An index that cannot be read through is not trusted: rebuilt from the files.
+            self.segment = None;
+            self.delta = Delta::new(0);
+            self.unsaved = true;
+            known.clear();
+            changes.clear();
+            to_read = listing.iter().filter(|e| needs_reading(e, None)).collect();
+        }
         // Newest first: ids start with their creation time, and a cut-short cold start should
         // give the most recent knowledge first.
-        to_read.sort_by(|a, b| b.id.cmp(&a.id));
+        to_read.reverse();
         let folder_real = std::fs::canonicalize(&self.folder).ok();
-        let read = read_all::<T>(&self.folder, folder_real.as_deref(), &to_read, deadline);
-        let done = read.len();
-        for (entry, result) in to_read.iter().zip(read) {
-            match result {
-                Ok(doc) => {
-                    self.skipped.remove(&entry.id);
-                    changes.push(Change::Put(doc));
-                }
-                Err((stamp, skipped)) => {
-                    if let Some(stamp) = stamp {
-                        self.skipped.insert(entry.id.clone(), stamp);
+        // Without a deadline (a server's start, the command line) a cold start reads every
+        // file: it is saved a batch at a time, so what it holds stays a batch, not the index.
+        let batch = if deadline.is_none() && writable {
+            self.cold_batch
+        } else {
+            to_read.len().max(1)
+        };
+        let mut pending = to_read.len();
+        let mut batches = to_read.chunks(batch).peekable();
+        loop {
+            let entries = batches.next().unwrap_or(&[]);
+            let read = read_all::<T>(&self.folder, folder_real.as_deref(), entries, deadline);
+            pending -= read.len();
+            let last = batches.peek().is_none() || read.len() < entries.len();
+            for (entry, result) in entries.iter().zip(read) {
+                match result {
+                    Ok(doc) => {
+                        self.skipped.remove(&*entry.id);
+                        changes.push(Change::Put(doc));
                     }
-                    if known.contains_key(&entry.id) {
-                        changes.push(Change::Del(entry.id.clone()));
+                    Err((stamp, skipped)) => {
+                        if let Some(stamp) = stamp {
+                            self.skipped.insert(entry.id.to_string(), stamp);
+                        }
+                        if known.contains(&*entry.id) {
+                            changes.push(Change::Del(entry.id.to_string()));
+                        }
+                        warn(skipped);
                     }
-                    warn(skipped);
                 }
             }
+            // The stamp taken before listing: a change made during the listing moves the
+            // folder again, and the next look lists once more.
+            let folder = if last && pending == 0 { before } else { None };
+            self.commit(std::mem::take(&mut changes), folder, writable)?;
+            if last {
+                break;
+            }
         }
-        let pending = to_read.len() - done;
-        // The stamp taken before listing: a change made during the listing moves the folder
-        // again, and the next look lists once more.
-        let folder = if pending == 0 { before } else { None };
-        self.commit(changes, folder, writable)?;
         Ok(Progress { pending })
     }
 
@@ -538,81 +629,121 @@ impl<T: Record> Index<T> {
         }))
     }
 
-    /// Writes the current view as a new segment with an empty delta.
+    /// Writes the current view as a new segment with an empty delta, streaming: the old
+    /// segment's records and postings are read a chunk or a term at a time and written
+    /// straight out, so a merge at 100,000 notes holds a few megabytes, not the index.
     fn merge(&mut self, folder: Option<Stamp>) -> anyhow::Result<()> {
-        struct Kept {
-            id: String,
-            stamp: Stamp,
-            meta: DocMeta,
-            /// Its slot in the old segment, or its terms when it comes from the delta.
-            from: Result<u32, Vec<(u64, u32)>>,
+        let fresh = std::mem::take(&mut self.delta.docs);
+        let written = self.write_segment(fresh, folder);
+        // Whatever happened, what this view holds is read again; after a failure the folder
+        // is listed again at the next look, so nothing taken from the delta is lost.
+        self.reload();
+        if written.is_err() {
+            self.unsaved = true;
         }
-        let mut kept: Vec<Kept> = Vec::new();
-        let mut old_postings = Vec::new();
-        if let Some(segment) = &self.segment {
-            for (slot, (id, stamp, meta)) in segment.all_docs()?.into_iter().enumerate() {
-                let slot = slot as u32;
-                if !self.delta.replaced.contains_key(&slot) && !self.delta.docs.contains_key(&id) {
-                    kept.push(Kept {
-                        id,
-                        stamp,
-                        meta,
-                        from: Ok(slot),
+        written
+    }
+
+    fn write_segment(
+        &mut self,
+        fresh: std::collections::BTreeMap<String, Option<Doc>>,
+        folder: Option<Stamp>,
+    ) -> anyhow::Result<()> {
+        let mut writer = Writer::new(&self.segment_path, T::FOLDER)?;
+        let old = self.segment.as_ref();
+        // Old slot -> new slot, `u32::MAX` for a record left out.
+        let mut remap = vec![u32::MAX; old.map_or(0, |s| s.docs() as usize)];
+        // The delta's records in id order, and the slot each gets.
+        let fresh_docs: Vec<&Doc> = fresh.values().flatten().collect();
+        let mut fresh_slots: Vec<u32> = Vec::with_capacity(fresh_docs.len());
+        let mut next_fresh = fresh_docs.iter().peekable();
+        if let Some(old) = old {
+            for item in old.docs_in_order() {
+                let (slot, id, stamp, meta) = item?;
+                while let Some(doc) = next_fresh.next_if(|doc| doc.id < id) {
+                    fresh_slots.push(writer.doc(&doc.id, doc.stamp, &doc.meta)?);
+                }
+                if !self.delta.replaced.contains_key(&slot) && !fresh.contains_key(&id) {
+                    remap[slot as usize] = writer.doc(&id, stamp, &meta)?;
+                }
+            }
+        }
+        for doc in next_fresh {
+            fresh_slots.push(writer.doc(&doc.id, doc.stamp, &doc.meta)?);
+        }
+        let mut old_terms = match old {
+            Some(old) => old.terms()?,
+            None => Vec::new(),
+        }
+        .into_iter()
+        .peekable();
+        // The delta's postings are sorted by term in ranges of hashes, one range at a time, so
+        // a large delta (a cold start) holds a part of its postings beside its records, never
+        // a second copy of all of them.
+        let fresh_terms: usize = fresh_docs.iter().map(|d| d.terms.len()).sum();
+        let ranges = (fresh_terms / self.postings_per_range.max(1) + 1).next_power_of_two() as u128;
+        let mut list: Vec<Posting> = Vec::new();
+        let mut in_range: Vec<(u64, Posting)> = Vec::new();
+        for range in 0..ranges {
+            // Hashes in [low, high).
+            let (low, high) = ((range << 64) / ranges, ((range + 1) << 64) / ranges);
+            in_range.clear();
+            for (doc, &slot) in fresh_docs.iter().zip(&fresh_slots) {
+                if !doc.meta.searchable {
+                    continue;
+                }
+                for &(hash, tf) in &doc.terms {
+                    let hash = segment::nonzero(hash);
+                    if (low..high).contains(&u128::from(hash)) {
+                        in_range.push((
+                            hash,
+                            Posting {
+                                slot,
+                                len: doc.meta.len,
+                                tf: tf.min(u32::from(u16::MAX)) as u16,
+                                importance: doc.meta.importance,
+                            },
+                        ));
+                    }
+                }
+            }
+            // Stable: within a term, the postings stay in slot order.
+            in_range.sort_by_key(|(hash, _)| *hash);
+            let mut fresh_postings = in_range.iter().peekable();
+            loop {
+                // The next term of the range, from the old segment or the delta, whichever
+                // hash is lower.
+                let old_next = old_terms
+                    .peek()
+                    .map(|t| t.0)
+                    .filter(|h| u128::from(*h) < high);
+                let hash = match (old_next, fresh_postings.peek()) {
+                    (Some(o), Some(f)) => o.min(f.0),
+                    (Some(o), None) => o,
+                    (None, Some(f)) => f.0,
+                    (None, None) => break,
+                };
+                list.clear();
+                if let (Some(old), Some((_, first, count))) =
+                    (old, old_terms.next_if(|(h, _, _)| *h == hash))
+                {
+                    old.postings_at(first, count, &mut list)?;
+                    list.retain_mut(|posting| match remap.get(posting.slot as usize) {
+                        Some(&slot) if slot != u32::MAX => {
+                            posting.slot = slot;
+                            true
+                        }
+                        _ => false,
                     });
                 }
-            }
-            old_postings = segment.all_postings()?;
-        }
-        for doc in std::mem::take(&mut self.delta.docs).into_values().flatten() {
-            kept.push(Kept {
-                id: doc.id,
-                stamp: doc.stamp,
-                meta: doc.meta,
-                from: Err(doc.terms),
-            });
-        }
-        kept.sort_by(|a, b| a.id.cmp(&b.id));
-        let mut remap: HashMap<u32, u32> = HashMap::with_capacity(kept.len());
-        let mut by_term = ByTerm::new();
-        for (slot, record) in kept.iter().enumerate() {
-            match &record.from {
-                Ok(old) => {
-                    remap.insert(*old, slot as u32);
+                while let Some((_, posting)) = fresh_postings.next_if(|(h, _)| *h == hash) {
+                    list.push(*posting);
                 }
-                Err(terms) => segment::add_postings(&mut by_term, slot as u32, &record.meta, terms),
+                writer.term(hash, &list)?;
             }
         }
-        // In place: at 100,000 notes the postings are tens of megabytes, held once.
-        for (hash, mut list) in old_postings {
-            list.retain_mut(|posting| match remap.get(&posting.slot) {
-                Some(&slot) => {
-                    posting.slot = slot;
-                    true
-                }
-                None => false,
-            });
-            match by_term.entry(hash) {
-                std::collections::hash_map::Entry::Occupied(mut fresh) => {
-                    list.append(fresh.get_mut());
-                    *fresh.get_mut() = list;
-                }
-                std::collections::hash_map::Entry::Vacant(slot) => {
-                    slot.insert(list);
-                }
-            }
-        }
-        let entries: Vec<Entry<'_>> = kept
-            .iter()
-            .map(|k| Entry {
-                id: &k.id,
-                doc: &k.meta,
-                stamp: k.stamp,
-            })
-            .collect();
-        let id = Segment::write(&self.segment_path, T::FOLDER, &entries, &by_term, folder)?;
-        self.log.reset(id)?;
-        self.reload();
-        Ok(())
+        let id = writer.finish(folder)?;
+        self.log.reset(id)
     }
 }
 
@@ -687,14 +818,31 @@ fn read_all<T: Record>(
     results.into_iter().map(|(_, r)| r).collect()
 }
 
-/// A record file as the folder lists it.
+/// A record file as the folder lists it. Packed (64 bytes, not 112): a server's start holds
+/// one per note.
 struct Listed {
-    id: String,
+    id: Box<str>,
     /// The listing says it is a regular file (no symlink, FIFO, device or folder).
     regular: bool,
+    /// With `verify`: the other fields hold its stamp (a `stat` per file).
+    stamped: bool,
     ino: Option<u64>,
-    /// With `verify`: its stamp (a `stat` per file).
-    stamp: Option<Stamp>,
+    stamp_ino: u64,
+    mtime_ns: i64,
+    size: u64,
+}
+
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Listed>() <= 64);
+
+impl Listed {
+    fn stamp(&self) -> Option<Stamp> {
+        self.stamped.then_some(Stamp {
+            ino: self.stamp_ino,
+            mtime_ns: i128::from(self.mtime_ns),
+            size: self.size,
+        })
+    }
 }
 
 /// Lists the record files of `folder`; `clean` (the caller holds the write lock) removes temp
@@ -732,11 +880,20 @@ fn list(folder: &Path, verify: bool, clean: bool) -> anyhow::Result<Vec<Listed>>
         } else {
             None
         };
+        let Stamp {
+            ino: stamp_ino,
+            mtime_ns,
+            size,
+        } = stamp.unwrap_or_default();
         out.push(Listed {
-            id: id.to_owned(),
+            id: id.into(),
             regular: entry.file_type().is_ok_and(|t| t.is_file()),
+            stamped: stamp.is_some(),
             ino: entry_inode(&entry).or(stamp.map(|s| s.ino)),
-            stamp,
+            stamp_ino,
+            // `Stamp::of` keeps nanoseconds in 64 bits.
+            mtime_ns: mtime_ns as i64,
+            size,
         });
     }
     Ok(out)
@@ -840,4 +997,138 @@ fn read_open<T: Record>(
     let text = String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_owned())?;
     let record = T::parse(&text).map_err(|err| format!("{err:#}"))?;
     Ok((Stamp::of(meta), record))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::record::Note;
+    use crate::memory::search::query_hashes;
+
+    const WORDS: &[&str] = &[
+        "cache", "lock", "retry", "queue", "worker", "deploy", "parser", "config", "hook", "gate",
+        "branch", "merge", "release", "binary", "vat", "invoice",
+    ];
+
+    /// `count` notes by hand in a fresh folder, a few forgotten.
+    fn folder_of_notes(count: usize) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let notes = dir.path().join("notes");
+        std::fs::create_dir_all(&notes).unwrap();
+        std::fs::create_dir_all(dir.path().join("cache")).unwrap();
+        for i in 0..count {
+            let words: Vec<&str> = (0..6)
+                .map(|k| WORDS[(i * 7 + k * (i % 5 + 1)) % WORDS.len()])
+                .collect();
+            let note = Note {
+                content: format!("{} sentinel{i}", words.join(" ")),
+                category: "gotchas".into(),
+                importance: (i % 10 + 1) as u8,
+                tags: vec!["hand".into(), WORDS[i % WORDS.len()].into()],
+                task_id: None,
+                created: format!(
+                    "2026-11-{:02}T10:{:02}:{:02}.000Z",
+                    i % 28 + 1,
+                    i / 60 % 60,
+                    i % 60
+                ),
+                forgotten: (i % 13 == 0).then(|| "true".to_owned()),
+                extra: Vec::new(),
+            };
+            std::fs::write(notes.join(format!("n-{i:05}.md")), note.render()).unwrap();
+        }
+        dir
+    }
+
+    /// Builds the index of `dir`'s notes from nothing, with the given batch and range sizes.
+    fn built(dir: &Path, cache: &str, cold_batch: usize, per_range: usize) -> Index<Note> {
+        let cache = dir.join(cache);
+        std::fs::create_dir_all(&cache).unwrap();
+        let mut index = Index::<Note>::open(dir.join("notes"), &cache);
+        index.cold_batch = cold_batch;
+        index.postings_per_range = per_range;
+        let progress = index
+            .reconcile(true, None, true, &mut |s| panic!("skipped {s:?}"))
+            .unwrap();
+        assert_eq!(progress.pending, 0);
+        index
+    }
+
+    /// Every record, and each query's answers as (id, score).
+    type View = (Vec<(String, Stamp, DocMeta)>, Vec<Vec<(String, u64)>>);
+
+    fn view(index: &Index<Note>) -> View {
+        let mut queries: Vec<String> = WORDS.iter().map(|w| (*w).to_owned()).collect();
+        queries.push("cache lock retry deploy".into());
+        queries.push("sentinel77".into());
+        let answers = queries
+            .iter()
+            .map(|q| {
+                let hashes = query_hashes(q);
+                index
+                    .search(&hashes.hashes, hashes.asked, 10)
+                    .unwrap()
+                    .into_iter()
+                    .map(|h| (h.id, h.score.to_bits()))
+                    .collect()
+            })
+            .collect();
+        (index.all().unwrap(), answers)
+    }
+
+    #[test]
+    fn a_build_saved_in_batches_and_merged_in_hash_ranges_equals_one_built_at_once() {
+        let dir = folder_of_notes(300);
+        let at_once = built(dir.path(), "once", usize::MAX, usize::MAX);
+        let in_parts = built(dir.path(), "parts", 37, 50);
+        let (records, answers) = view(&at_once);
+        assert_eq!(records.len(), 300);
+        assert!(answers.iter().all(|a| !a.is_empty()));
+        assert_eq!(view(&in_parts), (records, answers));
+        // Batches of 37 out of 300: eight merges, the last four records in the delta.
+        assert_eq!(in_parts.segment.as_ref().map(Segment::docs), Some(296));
+        assert_eq!(in_parts.delta.docs.len(), 4);
+        // And again after changes merged through the delta, in ranges.
+        let mut in_parts = in_parts;
+        let notes = dir.path().join("notes");
+        for i in (0..300).step_by(3) {
+            std::fs::remove_file(notes.join(format!("n-{i:05}.md"))).unwrap();
+        }
+        in_parts.reconcile(true, None, true, &mut |_| {}).unwrap();
+        let rebuilt = built(dir.path(), "again", usize::MAX, usize::MAX);
+        assert_eq!(view(&in_parts), view(&rebuilt));
+        assert_eq!(in_parts.all().unwrap().len(), 200);
+    }
+
+    #[test]
+    fn a_missing_folder_is_current_only_for_an_index_that_holds_nothing() {
+        let dir = folder_of_notes(3);
+        let mut index = built(dir.path(), "cache", usize::MAX, usize::MAX);
+        assert!(index.is_current());
+        // Every note forgotten: none searchable, all still held.
+        let notes = dir.path().join("notes");
+        let forgotten: Vec<Change> = index
+            .all()
+            .unwrap()
+            .into_iter()
+            .map(|(id, stamp, meta)| {
+                Change::Put(Doc {
+                    id,
+                    stamp,
+                    meta: DocMeta {
+                        searchable: false,
+                        ..meta
+                    },
+                    terms: Vec::new(),
+                })
+            })
+            .collect();
+        index.commit(forgotten, None, true).unwrap();
+        assert_eq!(index.total(), 0);
+        std::fs::remove_dir_all(&notes).unwrap();
+        assert!(!index.is_current(), "it still holds three forgotten notes");
+        index.reconcile(false, None, true, &mut |_| {}).unwrap();
+        assert!(index.all().unwrap().is_empty());
+        assert!(index.is_current());
+    }
 }

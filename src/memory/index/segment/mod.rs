@@ -17,14 +17,19 @@
 //!
 //! Every offset and length read from the file is checked against the file's size before use: a
 //! torn, foreign or corrupt segment is an error (and rebuilt by the caller), never a panic.
+//!
+//! Records are in id order (a merge walks them beside the delta and a reconcile beside the
+//! folder's listing, neither building a map); [`Writer`] (`write.rs`) refuses anything else.
 
 use std::fs::File;
-use std::io::Write as _;
 use std::path::Path;
 
 use anyhow::{Context, bail};
 
 use super::doc::{DocMeta, Stamp, term_hash};
+
+mod write;
+pub use write::Writer;
 
 const MAGIC: &[u8; 8] = b"MLSEG\0\0\x01";
 const VERSION: u32 = 1;
@@ -106,32 +111,6 @@ struct Header {
 pub struct Segment {
     file: File,
     header: Header,
-}
-
-/// What [`Segment::write`] needs of each record; slots are given in this order.
-pub struct Entry<'a> {
-    pub id: &'a str,
-    pub doc: &'a DocMeta,
-    pub stamp: Stamp,
-}
-
-/// Postings by term hash, as a segment is written from them.
-pub type ByTerm = std::collections::HashMap<u64, Vec<Posting>>;
-
-/// Adds the postings of the record in `slot` with `meta` and `terms` (nothing for a record
-/// that is not searchable).
-pub fn add_postings(by_term: &mut ByTerm, slot: u32, meta: &DocMeta, terms: &[(u64, u32)]) {
-    if !meta.searchable {
-        return;
-    }
-    for &(hash, tf) in terms {
-        by_term.entry(nonzero(hash)).or_default().push(Posting {
-            slot,
-            len: meta.len,
-            tf: tf.min(u32::from(u16::MAX)) as u16,
-            importance: meta.importance,
-        });
-    }
 }
 
 impl Segment {
@@ -217,13 +196,15 @@ impl Segment {
         Ok(buf)
     }
 
-    fn string(&self, strings: Option<&[u8]>, off: u32, len: u16) -> anyhow::Result<String> {
+    /// The string at `off` (from the strings region's start), from `strings` when it holds
+    /// it (a span of the region starting at `strings.0`), else read on its own.
+    fn string(&self, strings: Option<(u32, &[u8])>, off: u32, len: u16) -> anyhow::Result<String> {
         let bytes = match strings {
-            Some(all) => all
-                .get(off as usize..off as usize + len as usize)
+            Some((base, span)) if off >= base => span
+                .get((off - base) as usize..(off - base) as usize + len as usize)
                 .context("index string out of range")?
                 .to_vec(),
-            None => self.read(self.header.off_strings + u64::from(off), u64::from(len))?,
+            _ => self.read(self.header.off_strings + u64::from(off), u64::from(len))?,
         };
         String::from_utf8(bytes).context("index string is not UTF-8")
     }
@@ -240,7 +221,7 @@ impl Segment {
     fn decode_doc(
         &self,
         raw: &[u8],
-        strings: Option<&[u8]>,
+        strings: Option<(u32, &[u8])>,
     ) -> anyhow::Result<(String, Stamp, DocMeta)> {
         let id = self.string(strings, u32_at(raw, 0), u16_at(raw, 4))?;
         let line = self.string(strings, u32_at(raw, 8), u16_at(raw, 6))?;
@@ -262,14 +243,41 @@ impl Segment {
         Ok((id, stamp, meta))
     }
 
-    /// Every record, in slot order: for reconciling with the folder and for merging.
-    pub fn all_docs(&self) -> anyhow::Result<Vec<(String, Stamp, DocMeta)>> {
+    /// Every record, in slot order (which is id order), read a chunk at a time: for
+    /// reconciling with the folder and for merging, in memory that does not grow with the
+    /// number of records.
+    pub fn docs_in_order(&self) -> DocsInOrder<'_> {
+        DocsInOrder {
+            segment: self,
+            next: 0,
+            chunk: Vec::new(),
+        }
+    }
+
+    /// The records in slots `from..from + count`, reading their strings at once when they lie
+    /// together (as this module writes them), each on its own otherwise.
+    fn doc_chunk(&self, from: u32, count: u32) -> anyhow::Result<Vec<(String, Stamp, DocMeta)>> {
         let h = &self.header;
-        let table = self.read(h.off_docs, u64::from(h.n_docs) * DOC)?;
-        let strings = self.read(h.off_strings, h.file_len - h.off_strings)?;
+        let table = self.read(h.off_docs + u64::from(from) * DOC, u64::from(count) * DOC)?;
+        let (mut low, mut high) = (u64::MAX, 0u64);
+        for raw in table.chunks_exact(DOC as usize) {
+            for (off, len) in [
+                (u32_at(raw, 0), u16_at(raw, 4)),
+                (u32_at(raw, 8), u16_at(raw, 6)),
+            ] {
+                low = low.min(u64::from(off));
+                high = high.max(u64::from(off) + u64::from(len));
+            }
+        }
+        let strings_len = h.file_len - h.off_strings;
+        let span = if low < high && high <= strings_len && high - low <= MAX_STRING_SPAN {
+            Some((low as u32, self.read(h.off_strings + low, high - low)?))
+        } else {
+            None
+        };
         table
             .chunks_exact(DOC as usize)
-            .map(|raw| self.decode_doc(raw, Some(&strings)))
+            .map(|raw| self.decode_doc(raw, span.as_ref().map(|(base, bytes)| (*base, &bytes[..]))))
             .collect()
     }
 
@@ -309,46 +317,58 @@ impl Segment {
                 return Ok(Vec::new());
             }
             if found == hash {
-                let (first, count) = (u64::from(u32_at(&raw, 8)), u64::from(u32_at(&raw, 12)));
-                let start = h.off_postings + first * POSTING;
-                if start + count * POSTING > h.off_short {
-                    bail!("index postings out of range");
-                }
-                let raw = self.read(start, count * POSTING)?;
-                return Ok(raw
-                    .chunks_exact(POSTING as usize)
-                    .map(Posting::decode)
-                    .collect());
+                let mut out = Vec::new();
+                self.postings_at(u32_at(&raw, 8), u32_at(&raw, 12), &mut out)?;
+                return Ok(out);
             }
             at = (at + 1) & mask;
         }
         Ok(Vec::new())
     }
 
-    /// Every posting by term hash, for merging.
-    pub fn all_postings(&self) -> anyhow::Result<Vec<(u64, Vec<Posting>)>> {
+    /// Every term with postings, as (hash, first posting, posting count), by hash: for
+    /// merging, which then reads each term's postings with [`Segment::postings_at`].
+    pub fn terms(&self) -> anyhow::Result<Vec<(u64, u32, u32)>> {
         let h = &self.header;
-        let table = self.read(h.off_terms, u64::from(h.term_buckets) * BUCKET)?;
         let mut out = Vec::new();
-        for raw in table.chunks_exact(BUCKET as usize) {
-            let hash = u64_at(raw, 0);
-            if hash == 0 {
-                continue;
+        // A few thousand buckets at a time: the table is megabytes at 100,000 notes.
+        let chunk = 4096u64;
+        let mut at = 0u64;
+        while at < u64::from(h.term_buckets) {
+            let n = chunk.min(u64::from(h.term_buckets) - at);
+            let table = self.read(h.off_terms + at * BUCKET, n * BUCKET)?;
+            for raw in table.chunks_exact(BUCKET as usize) {
+                let hash = u64_at(raw, 0);
+                if hash != 0 {
+                    out.push((hash, u32_at(raw, 8), u32_at(raw, 12)));
+                }
             }
-            // Term by term, so the raw postings are never all in memory beside the decoded ones.
-            let (first, count) = (u64::from(u32_at(raw, 8)), u64::from(u32_at(raw, 12)));
-            let start = h.off_postings + first * POSTING;
-            if start + count * POSTING > h.off_short {
-                bail!("index postings out of range");
-            }
-            let list = self
-                .read(start, count * POSTING)?
-                .chunks_exact(POSTING as usize)
-                .map(Posting::decode)
-                .collect();
-            out.push((hash, list));
+            at += n;
         }
+        out.sort_unstable_by_key(|t| t.0);
         Ok(out)
+    }
+
+    /// Reads `count` postings from the `first` into `out` (cleared first).
+    pub fn postings_at(
+        &self,
+        first: u32,
+        count: u32,
+        out: &mut Vec<Posting>,
+    ) -> anyhow::Result<()> {
+        let h = &self.header;
+        let start = h.off_postings + u64::from(first) * POSTING;
+        let len = u64::from(count) * POSTING;
+        if start + len > h.off_short {
+            bail!("index postings out of range");
+        }
+        out.clear();
+        out.extend(
+            self.read(start, len)?
+                .chunks_exact(POSTING as usize)
+                .map(Posting::decode),
+        );
+        Ok(())
     }
 
     /// The session index's candidates kept in the short region.
@@ -387,197 +407,52 @@ impl Segment {
         }
         Ok(ShortList { records, per_level })
     }
-
-    /// Writes a segment of `entries` (their order gives the slots) to `path`, atomically.
-    pub fn write(
-        path: &Path,
-        kind: &str,
-        entries: &[Entry<'_>],
-        by_term: &ByTerm,
-        folder: Option<Stamp>,
-    ) -> anyhow::Result<u64> {
-        let n_docs = u32::try_from(entries.len()).context("too many records for one segment")?;
-        let id_buckets = (entries.len() * 2 + 2).next_power_of_two();
-        let mut strings: Vec<u8> = Vec::new();
-        let mut docs: Vec<u8> = Vec::with_capacity(entries.len() * DOC as usize);
-        let mut ids = vec![0u32; id_buckets];
-        let (mut n_live, mut total_len) = (0u32, 0u64);
-        for (slot, entry) in entries.iter().enumerate() {
-            let slot = slot as u32;
-            let meta = entry.doc;
-            let id_off = push_string(&mut strings, entry.id)?;
-            let line = clip(&meta.line);
-            let line_off = push_string(&mut strings, line)?;
-            let mut raw = [0u8; DOC as usize];
-            raw[0..4].copy_from_slice(&id_off.to_le_bytes());
-            raw[4..6].copy_from_slice(&(entry.id.len() as u16).to_le_bytes());
-            raw[6..8].copy_from_slice(&(line.len() as u16).to_le_bytes());
-            raw[8..12].copy_from_slice(&line_off.to_le_bytes());
-            raw[12..16].copy_from_slice(&meta.len.to_le_bytes());
-            raw[16..24].copy_from_slice(&meta.at_ms.to_le_bytes());
-            raw[24..32].copy_from_slice(&entry.stamp.ino.to_le_bytes());
-            raw[32..40].copy_from_slice(&(entry.stamp.mtime_ns as i64).to_le_bytes());
-            raw[40..48].copy_from_slice(&entry.stamp.size.to_le_bytes());
-            raw[48..52].copy_from_slice(&meta.day.to_le_bytes());
-            raw[52] = meta.importance;
-            raw[53] = u8::from(meta.searchable);
-            docs.extend_from_slice(&raw);
-            let mask = id_buckets as u64 - 1;
-            let mut at = term_hash(entry.id) & mask;
-            while ids[at as usize] != 0 {
-                at = (at + 1) & mask;
-            }
-            ids[at as usize] = slot + 1;
-            if meta.searchable {
-                n_live += 1;
-                total_len += u64::from(meta.len);
-            }
-        }
-        let term_buckets = (by_term.len() * 2 + 2).next_power_of_two();
-        for list in by_term.values() {
-            if list.iter().any(|p| p.slot >= n_docs) {
-                bail!("a posting names a record the segment does not hold");
-            }
-        }
-        let mut terms = vec![0u8; term_buckets * BUCKET as usize];
-        let mut hashes: Vec<u64> = by_term
-            .iter()
-            .filter(|(_, list)| !list.is_empty())
-            .map(|(hash, _)| *hash)
-            .collect();
-        hashes.sort_unstable();
-        let mut first = 0u32;
-        for &hash in &hashes {
-            let list = &by_term[&hash];
-            let mask = term_buckets as u64 - 1;
-            let mut at = hash & mask;
-            while u64_at(&terms, (at * BUCKET) as usize) != 0 {
-                at = (at + 1) & mask;
-            }
-            let b = (at * BUCKET) as usize;
-            terms[b..b + 8].copy_from_slice(&hash.to_le_bytes());
-            terms[b + 8..b + 12].copy_from_slice(&first.to_le_bytes());
-            terms[b + 12..b + 16].copy_from_slice(&(list.len() as u32).to_le_bytes());
-            first = first
-                .checked_add(list.len() as u32)
-                .context("too many postings for one segment")?;
-        }
-        let (short, n_short) = short_region(entries);
-
-        let off_docs = HEADER;
-        let off_ids = off_docs + docs.len() as u64;
-        let off_terms = off_ids + ids.len() as u64 * 4;
-        let off_postings = off_terms + terms.len() as u64;
-        // The postings are written straight from `by_term` below, never copied into one buffer:
-        // at 100,000 notes they are tens of megabytes.
-        let off_short = off_postings + u64::from(first) * POSTING;
-        let off_strings = off_short + short.len() as u64;
-        let file_len = off_strings + strings.len() as u64;
-        let id: u64 = crate::memory::ids::random_u64();
-        let mut header = [0u8; HEADER as usize];
-        header[..8].copy_from_slice(MAGIC);
-        header[8..12].copy_from_slice(&VERSION.to_le_bytes());
-        header[12..16].copy_from_slice(&kind_tag(kind).to_le_bytes());
-        header[16..24].copy_from_slice(&id.to_le_bytes());
-        header[24..28].copy_from_slice(&n_docs.to_le_bytes());
-        header[28..32].copy_from_slice(&n_live.to_le_bytes());
-        header[32..40].copy_from_slice(&total_len.to_le_bytes());
-        header[40..44].copy_from_slice(&(term_buckets as u32).to_le_bytes());
-        header[44..48].copy_from_slice(&(id_buckets as u32).to_le_bytes());
-        for (at, value) in [
-            (48, off_docs),
-            (56, off_ids),
-            (64, off_terms),
-            (72, off_postings),
-            (80, off_short),
-            (88, off_strings),
-            (104, file_len),
-        ] {
-            header[at..at + 8].copy_from_slice(&value.to_le_bytes());
-        }
-        header[96..100].copy_from_slice(&n_short.to_le_bytes());
-        if let Some(stamp) = folder {
-            header[100] = 1;
-            header[112..120].copy_from_slice(&stamp.ino.to_le_bytes());
-            header[120..128].copy_from_slice(&(stamp.mtime_ns as i64).to_le_bytes());
-        }
-
-        let mut tmp = tempfile::NamedTempFile::new_in(path.parent().unwrap_or(Path::new(".")))
-            .context("could not create the index segment")?;
-        let mut out = std::io::BufWriter::with_capacity(1 << 16, tmp.as_file_mut());
-        let mut write = |bytes: &[u8]| {
-            out.write_all(bytes)
-                .context("could not write the index segment")
-        };
-        write(&header)?;
-        write(&docs)?;
-        for entry in &ids {
-            write(&entry.to_le_bytes())?;
-        }
-        write(&terms)?;
-        for hash in &hashes {
-            for p in &by_term[hash] {
-                write(&p.encode())?;
-            }
-        }
-        write(&short)?;
-        write(&strings)?;
-        out.flush().context("could not write the index segment")?;
-        drop(out);
-        debug_assert_eq!(
-            tmp.as_file().metadata().map(|m| m.len()).ok(),
-            Some(file_len)
-        );
-        tmp.persist(path)
-            .map_err(|err| err.error)
-            .with_context(|| format!("could not replace {}", path.display()))?;
-        Ok(id)
-    }
 }
 
 /// Importance levels a record can have (its rank is one byte).
 const LEVELS: usize = 256;
 
-/// The newest [`SHORT_PER_LEVEL`] searchable records of each importance level: the session
-/// index ranks by importance plus a recency bonus that only grows with the date, so within a
-/// level a newer record always ranks higher, and the top of the whole index is among these.
-fn short_region(entries: &[Entry<'_>]) -> (Vec<u8>, u32) {
-    let mut levels: Vec<Vec<(usize, &Entry<'_>)>> = vec![Vec::new(); LEVELS];
-    for (slot, entry) in entries.iter().enumerate() {
-        if entry.doc.searchable {
-            levels[entry.doc.importance as usize].push((slot, entry));
+/// Records per read when walking the docs table in order.
+const DOCS_CHUNK: u32 = 1024;
+/// The most string bytes read at once for a chunk of records; a chunk whose strings lie
+/// further apart (not as this module writes them) reads them one by one.
+const MAX_STRING_SPAN: u64 = 1 << 20;
+
+/// [`Segment::docs_in_order`]: each item is (slot, id, stamp, meta).
+pub struct DocsInOrder<'a> {
+    segment: &'a Segment,
+    /// The slot of the next record given.
+    next: u32,
+    /// The rest of the current chunk, last record first.
+    chunk: Vec<(String, Stamp, DocMeta)>,
+}
+
+impl Iterator for DocsInOrder<'_> {
+    type Item = anyhow::Result<(u32, String, Stamp, DocMeta)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let n_docs = self.segment.header.n_docs;
+        if self.chunk.is_empty() {
+            if self.next >= n_docs {
+                return None;
+            }
+            let count = DOCS_CHUNK.min(n_docs - self.next);
+            match self.segment.doc_chunk(self.next, count) {
+                Ok(mut chunk) => {
+                    chunk.reverse();
+                    self.chunk = chunk;
+                }
+                Err(err) => {
+                    self.next = n_docs;
+                    return Some(Err(err));
+                }
+            }
         }
+        let (id, stamp, meta) = self.chunk.pop()?;
+        let slot = self.next;
+        self.next += 1;
+        Some(Ok((slot, id, stamp, meta)))
     }
-    let mut out = Vec::with_capacity(LEVELS * 4);
-    for level in &levels {
-        out.extend_from_slice(&(level.len() as u32).to_le_bytes());
-    }
-    let mut count = 0u32;
-    for level in &mut levels {
-        level.sort_by(|a, b| {
-            b.1.doc
-                .at_ms
-                .cmp(&a.1.doc.at_ms)
-                .then_with(|| a.1.id.cmp(b.1.id))
-        });
-        for (slot, entry) in level.iter().take(SHORT_PER_LEVEL) {
-            let meta = entry.doc;
-            let line = clip(&meta.line);
-            let id = clip(entry.id);
-            out.extend_from_slice(&(*slot as u32).to_le_bytes());
-            out.extend_from_slice(&meta.len.to_le_bytes());
-            out.extend_from_slice(&meta.at_ms.to_le_bytes());
-            out.extend_from_slice(&meta.day.to_le_bytes());
-            out.push(meta.importance);
-            out.push(0);
-            out.extend_from_slice(&(id.len() as u16).to_le_bytes());
-            out.extend_from_slice(&(line.len() as u16).to_le_bytes());
-            out.extend_from_slice(id.as_bytes());
-            out.extend_from_slice(line.as_bytes());
-            count += 1;
-        }
-    }
-    (out, count)
 }
 
 /// The session-index line, at most what the format's 16-bit length holds, cut at a character.
@@ -589,22 +464,13 @@ fn clip(line: &str) -> &str {
     &line[..end]
 }
 
-fn push_string(strings: &mut Vec<u8>, text: &str) -> anyhow::Result<u32> {
-    let at = u32::try_from(strings.len()).context("index strings too large")?;
-    if text.len() > u16::MAX as usize {
-        bail!("index string too long");
-    }
-    strings.extend_from_slice(text.as_bytes());
-    Ok(at)
-}
-
 /// Which kind of record a segment holds, as a tag in its header.
 fn kind_tag(kind: &str) -> u32 {
     term_hash(kind) as u32
 }
 
 /// 0 marks an empty bucket.
-fn nonzero(hash: u64) -> u64 {
+pub(super) fn nonzero(hash: u64) -> u64 {
     hash.max(1)
 }
 
@@ -648,4 +514,176 @@ fn u32_at(raw: &[u8], at: usize) -> u32 {
 
 fn u64_at(raw: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(raw[at..at + 8].try_into().unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(i: u32) -> DocMeta {
+        DocMeta {
+            len: 10 + i % 7,
+            at_ms: 1_700_000_000_000 + i64::from(i % 500) * 1000,
+            day: 19_675 + (i % 3) as i32,
+            importance: (i % 4 + 1) as u8,
+            searchable: !i.is_multiple_of(11),
+            line: format!("line of record {i} é"),
+        }
+    }
+
+    fn stamp(i: u32) -> Stamp {
+        Stamp {
+            ino: u64::from(i) + 1,
+            mtime_ns: i128::from(i) * 1_000_003,
+            size: u64::from(i) * 3,
+        }
+    }
+
+    /// The postings of term `t` (1-based): every record whose slot `t` divides, if searchable.
+    fn postings_of(t: u32, n: u32) -> Vec<Posting> {
+        (0..n)
+            .filter(|slot| slot % t == 0 && meta(*slot).searchable)
+            .map(|slot| Posting {
+                slot,
+                len: meta(slot).len,
+                tf: (slot % 5 + 1) as u16,
+                importance: meta(slot).importance,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_segment_written_in_one_pass_reads_back_record_by_record_and_term_by_term() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("notes.seg");
+        // More records than one chunk of the in-order walk reads.
+        let n = 2 * DOCS_CHUNK + 77;
+        let mut writer = Writer::new(&path, "notes").unwrap();
+        for i in 0..n {
+            assert_eq!(
+                writer
+                    .doc(&format!("n-{i:06}"), stamp(i), &meta(i))
+                    .unwrap(),
+                i
+            );
+        }
+        for t in 1..40u32 {
+            writer.term(u64::from(t) << 40, &postings_of(t, n)).unwrap();
+        }
+        // A term without postings is left out.
+        writer.term(u64::MAX, &[]).unwrap();
+        let folder = Stamp {
+            ino: 9,
+            mtime_ns: 123_456_789,
+            size: 0,
+        };
+        let id = writer.finish(Some(folder)).unwrap();
+        // The spill files went with the writer: only the segment is left.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+
+        let segment = Segment::open(&path, "notes").unwrap();
+        assert_eq!(segment.id(), id);
+        assert_eq!(segment.docs(), n);
+        assert_eq!(segment.folder(), Some(folder));
+        let searchable: Vec<u32> = (0..n).filter(|i| meta(*i).searchable).collect();
+        assert_eq!(
+            segment.live(),
+            (
+                searchable.len() as u32,
+                searchable.iter().map(|i| u64::from(meta(*i).len)).sum()
+            )
+        );
+        let walked: Vec<(u32, String, Stamp, DocMeta)> =
+            segment.docs_in_order().map(Result::unwrap).collect();
+        assert_eq!(walked.len(), n as usize);
+        for (i, (slot, id, st, m)) in walked.into_iter().enumerate() {
+            let i = i as u32;
+            assert_eq!(
+                (slot, id, st, m),
+                (i, format!("n-{i:06}"), stamp(i), meta(i))
+            );
+        }
+        assert_eq!(segment.doc(1500).unwrap().0, "n-001500");
+        assert_eq!(segment.find("n-001500").unwrap(), Some(1500));
+        assert_eq!(segment.find("n-999999").unwrap(), None);
+        let terms = segment.terms().unwrap();
+        // Terms 11, 22 and 33 hold only records that are not searchable: left out.
+        let kept: Vec<u32> = (1..40u32).filter(|t| t % 11 != 0).collect();
+        assert_eq!(terms.len(), kept.len());
+        let mut first = 0;
+        for (t, (hash, at, count)) in kept.into_iter().zip(terms) {
+            let expected = postings_of(t, n);
+            assert_eq!(
+                (hash, at, count),
+                (u64::from(t) << 40, first, expected.len() as u32)
+            );
+            first += count;
+            assert_eq!(segment.postings(hash).unwrap(), expected);
+            let mut read = vec![Posting {
+                slot: 0,
+                len: 0,
+                tf: 0,
+                importance: 0,
+            }];
+            segment.postings_at(at, count, &mut read).unwrap();
+            assert_eq!(read, expected);
+        }
+        assert!(segment.postings(u64::MAX).unwrap().is_empty());
+        // The short region: per level, the newest searchable records (ties: the smaller id).
+        let short = segment.short().unwrap();
+        for level in 1..=4u8 {
+            let mut expected: Vec<u32> = searchable
+                .iter()
+                .copied()
+                .filter(|i| meta(*i).importance == level)
+                .collect();
+            assert_eq!(short.per_level[level as usize], expected.len() as u32);
+            expected.sort_by(|a, b| meta(*b).at_ms.cmp(&meta(*a).at_ms).then(a.cmp(b)));
+            expected.truncate(SHORT_PER_LEVEL);
+            let kept: Vec<u32> = short
+                .records
+                .iter()
+                .filter(|r| r.meta.importance == level)
+                .map(|r| r.slot)
+                .collect();
+            assert_eq!(kept, expected);
+        }
+        for record in &short.records {
+            assert_eq!(record.id, format!("n-{:06}", record.slot));
+            assert_eq!(record.meta, meta(record.slot));
+        }
+    }
+
+    #[test]
+    fn a_writer_refuses_what_would_make_a_segment_misread() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("notes.seg");
+        let mut writer = Writer::new(&path, "notes").unwrap();
+        writer.doc("n-b", stamp(1), &meta(1)).unwrap();
+        // Slots are in id order: readers walk them beside the folder's listing.
+        assert!(writer.doc("n-a", stamp(2), &meta(2)).is_err());
+        assert!(writer.doc("n-b", stamp(2), &meta(2)).is_err());
+        let posting = |slot| Posting {
+            slot,
+            len: 3,
+            tf: 1,
+            importance: 2,
+        };
+        assert!(
+            writer.term(5, &[posting(1)]).is_err(),
+            "slot 1 is not written"
+        );
+        writer.term(5, &[posting(0)]).unwrap();
+        assert!(
+            writer.term(4, &[posting(0)]).is_err(),
+            "terms go in hash order"
+        );
+        assert!(
+            writer.doc("n-c", stamp(3), &meta(3)).is_err(),
+            "records before terms"
+        );
+        drop(writer);
+        assert!(!path.exists(), "an unfinished segment replaces nothing");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
 }
