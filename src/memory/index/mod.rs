@@ -1033,6 +1033,8 @@ mod tests {
                     i % 60
                 ),
                 forgotten: (i % 13 == 0).then(|| "true".to_owned()),
+                about: Vec::new(),
+                commit: None,
                 extra: Vec::new(),
             };
             std::fs::write(notes.join(format!("n-{i:05}.md")), note.render()).unwrap();
