@@ -305,3 +305,48 @@ pub fn gemini(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     let out = last.expect("three prompts ran");
     check_requests_wanting(&firsts, &out, [0, 1, 0])
 }
+
+/// Codex CLI: three `codex exec` runs of one session (`codex exec resume --last` after the
+/// first). memloop's UserPromptSubmit hook in `.codex/hooks.json`, trusted by the hash memloop
+/// wrote (checked in `hooks/list`), prints `hookSpecificOutput.additionalContext`, which Codex
+/// puts in the prompt's turn as a developer message; a resumed session keeps it in the history.
+pub fn codex(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    use super::fake_responses::{FakeResponses, Script, Step};
+    needs(ctx)?;
+    let fake = FakeResponses::start(Script {
+        steps: PROMPTS.iter().map(|_| Step::Say("Hello.".into())).collect(),
+        latency: ctx.model_latency,
+    })?;
+    super::codex_memloop::install(ctx, sb, Some(&fake.base_url()))?;
+    seed(sb)?;
+    let (key, hash, _) =
+        super::codex_memloop::trusted_hook(ctx, sb, "user_prompt_submit", "UserPromptSubmit")?;
+    println!("   hooks/list: {key} {hash} trusted");
+    let mut firsts = Vec::new();
+    let mut last = None;
+    for (i, text) in PROMPTS.iter().enumerate() {
+        let before = fake.model_calls().len();
+        let out = if i == 0 {
+            super::codex::exec(ctx, sb, &fake, text)?
+        } else {
+            let args = ["exec", "resume", "--last", "--json", text];
+            let out = sb.run(super::codex::codex(ctx), &args, ctx.gate_timeout)?;
+            let _ = std::fs::write(sb.root.join("model-requests.jsonl"), fake.dump());
+            expect(
+                out.success(),
+                &format!(
+                    "`codex exec resume --last {text:?}` failed\nmodel requests:\n{}",
+                    fake.transcript()
+                ),
+                &out,
+            )?;
+            out
+        };
+        if let Some(first) = fake.model_calls().into_iter().nth(before) {
+            firsts.push((first.seq, first.body));
+        }
+        last = Some(out);
+    }
+    let out = last.expect("three prompts ran");
+    check_requests(&firsts, &out)
+}
