@@ -553,7 +553,7 @@ impl Words {
         Words { prose, tags }
     }
 
-    fn sentence(&self, rng: &mut Rng, words: usize) -> String {
+    pub(crate) fn sentence(&self, rng: &mut Rng, words: usize) -> String {
         (0..words)
             .map(|_| self.prose[rng.zipf(self.prose.len())].as_str())
             .collect::<Vec<_>>()
