@@ -54,13 +54,16 @@ pub struct Figures {
     pub given: usize,
 }
 
+/// One prompt's relevances: kind, prompt, the relevance of each note given and whether it was
+/// expected.
+pub type Relevances = (String, String, Vec<(f64, bool)>);
+
 /// kind -> figures, plus "labelled" over the kinds with expected notes.
 pub struct Report {
     pub by_kind: BTreeMap<String, Figures>,
     /// One line per prompt that missed a note it should have had, or got one it should not.
     pub misses: Vec<String>,
-    /// Per prompt: kind, prompt, the relevance of each note given (expected ones marked `*`).
-    pub relevances: Vec<(String, String, Vec<(f64, bool)>)>,
+    pub relevances: Vec<Relevances>,
 }
 
 impl Report {
