@@ -236,14 +236,27 @@ fn prompt_hook_rows(
         .prefix("memloop-bench-state-")
         .tempdir()?;
     let mut rng = Rng(23);
+    let notes: Vec<std::path::PathBuf> = std::fs::read_dir(repo.join(".memloop/memory/notes"))?
+        .filter_map(|entry| Some(entry.ok()?.path()))
+        .collect();
+    ensure!(!notes.is_empty(), "no notes to take prompts from");
     let (mut hook, mut version) = (Vec::new(), Vec::new());
     let mut given = 0;
     for run in 0..HOOK_RUNS {
-        let prompt = format!(
-            "Why does the {} step fail when {}? Please fix it.",
-            words.sentence(&mut rng, 3),
-            words.sentence(&mut rng, 4)
-        );
+        // Every other prompt asks about a stored note in its own words (the hook reads and hands
+        // on notes), the others in words of the vocabulary's common part (it searches and gives
+        // little or nothing).
+        let about = if run % 2 == 0 {
+            let note = std::fs::read_to_string(&notes[rng.below(notes.len())])?;
+            let body = note.rsplit("---\n").next().unwrap_or_default();
+            body.split_whitespace()
+                .take(8)
+                .collect::<Vec<_>>()
+                .join(" ")
+        } else {
+            words.sentence(&mut rng, 6)
+        };
+        let prompt = format!("Why does {about} fail? Please fix it.");
         let (took, out) =
             prompt_hook(binary, repo, state.path(), &format!("bench-{run}"), &prompt)?;
         given += usize::from(out.contains("memloop recall"));
@@ -253,7 +266,7 @@ fn prompt_hook_rows(
     let (hook_median, version_median) = (median(&mut hook), median(&mut version));
     let over = ms(hook_median) - ms(version_median);
     rows.push(Row {
-        name: format!("prompt hook, warm, {k}k (median of {HOOK_RUNS}; {given} gave notes)"),
+        name: format!("prompt hook, warm, {k}k (median of {HOOK_RUNS}, {given} gave notes)"),
         figure: format!(
             "{:>7.2} ms ({:+.2} ms over --version {:.2} ms)",
             ms(hook_median),
