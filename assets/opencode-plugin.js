@@ -185,7 +185,8 @@ export const MemloopGate = async ({ client, directory }) => {
     const text = result.code === 0 ? result.stdout.trim() : "";
     if (!text) return;
     const ids = output.parts.map((part) => (part && typeof part.id === "string" ? part.id : "")).sort();
-    const last = ids[ids.length - 1] || "prt_";
+    // Without an id to extend (OpenCode gives every part one), a time keeps the id unique.
+    const last = ids[ids.length - 1] || `prt_${Date.now().toString(16)}`;
     const messageID = (output.message && output.message.id) || input.messageID;
     output.parts.push({ id: `${last}memloop`, sessionID: input.sessionID, messageID, type: "text", synthetic: true, text });
   };
