@@ -70,6 +70,8 @@ impl Repo {
             task_id: None,
             created: created.into(),
             forgotten: None,
+            about: Vec::new(),
+            commit: None,
             extra: Vec::new(),
         };
         fs::write(self.notes().join(format!("{id}.md")), note.render()).unwrap();
@@ -94,6 +96,7 @@ fn new_note(seed: usize) -> NewNote {
         importance: (seed % 10 + 1) as u8,
         tags: vec![WORDS[seed % WORDS.len()].into(), "bench".into()],
         task_id: None,
+        paths: Vec::new(),
     }
 }
 

@@ -7,12 +7,14 @@
 //! (the notes of one repository: reading, writing under the lock, the derived cache), `search`
 //! (ranking), `session` (the session-start index) and `recall` (the notes that match a prompt).
 
+mod front_matter;
 pub mod ids;
 pub mod index;
 pub mod recall;
 pub mod record;
 pub mod search;
 pub mod session;
+pub mod stale;
 pub mod store;
 mod synonyms;
 

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{Context, bail};
+use anyhow::{Context, anyhow, bail};
 
 use super::ids::{new_id, now_millis, timestamp};
 use super::index::delta::Change as IndexChange;
@@ -18,6 +18,7 @@ use super::index::doc::{Doc, DocMeta, Stamp};
 use super::index::{Index, Skipped, read_record};
 use super::record::{Note, Record, Route};
 use super::search::{Terms, query_hashes};
+use super::stale;
 use crate::files::{FileLock, write_atomic_with as write_atomic};
 
 pub const MEMLOOP_DIR: &str = ".memloop";
@@ -173,12 +174,15 @@ pub struct RouteFields {
     pub paths: Option<Vec<String>>,
 }
 
+#[derive(Debug, Default)]
 pub struct NewNote {
     pub content: String,
     pub category: String,
     pub importance: u8,
     pub tags: Vec<String>,
     pub task_id: Option<String>,
+    /// Files the note is about, besides those its text names (see [`super::stale::about`]).
+    pub paths: Vec<String>,
 }
 
 /// How a store is opened.
@@ -408,6 +412,14 @@ impl Store {
     }
 
     pub fn store_note(&mut self, new: NewNote) -> anyhow::Result<String> {
+        // Read before the lock: the files' fingerprints, and git for the commit (one call, only
+        // for a note about files).
+        let about = stale::about(self.root(), &new.content, &new.paths).map_err(|e| anyhow!(e))?;
+        let commit = if about.is_empty() {
+            None
+        } else {
+            stale::head_commit(self.root())
+        };
         self.write_with(|store| {
             let id = store.notes.fresh_id();
             let note = Note {
@@ -418,6 +430,8 @@ impl Store {
                 task_id: new.task_id,
                 created: timestamp(now_millis()),
                 forgotten: None,
+                about,
+                commit,
                 extra: Vec::new(),
             };
             store.notes.write(&id, &note)?;
@@ -485,6 +499,16 @@ impl Store {
     }
 
     /// Where a record's file lives, relative to the repository, for answers a human may follow.
+    /// The repository whose memory this is.
+    pub fn root(&self) -> &Path {
+        self.base.parent().unwrap_or(&self.base)
+    }
+
+    /// What changed among the files of each note since it was written, one look per file.
+    pub fn stale_checker(&self) -> stale::Checker<'_> {
+        stale::Checker::new(self.root())
+    }
+
     pub fn relative_path<T: Record>(id: &str) -> String {
         format!("{MEMLOOP_DIR}/memory/{}/{id}.md", T::FOLDER)
     }

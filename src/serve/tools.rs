@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use super::args::Args;
 use crate::memory::record::{CATEGORIES, Note, Route, secret_in};
 use crate::memory::search::matched_well;
+use crate::memory::stale::MAX_PATHS;
 use crate::memory::store::{Change, NewNote, RouteFields, Store};
 
 /// A note holds one fact and its reason; past this it is several notes or a document.
@@ -65,7 +66,8 @@ pub fn list() -> Vec<Tool> {
                     "category": {"type": "string", "enum": CATEGORIES, "description": "decisions: what was chosen and why; gotchas: traps and their fix; patterns: how things are done here; context: background facts."},
                     "importance": {"type": "integer", "minimum": 1, "maximum": 10, "description": "How much the next session loses if it misses this note. Most notes are 4 to 6."},
                     "tags": {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 5, "description": "Two to five short keywords a later query would use."},
-                    "task_id": {"type": "string", "description": "The task or issue this came from, if any."}
+                    "task_id": {"type": "string", "description": "The task or issue this came from, if any."},
+                    "paths": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_PATHS, "description": "Files or folders the note is about, relative to the repository root (paths the content names are found without this). When they change, the note is shown as possibly stale."}
                 },
                 "required": ["content", "category", "importance", "tags"],
                 "additionalProperties": false
@@ -169,18 +171,22 @@ pub fn call(store: &mut Store, name: &str, args: &JsonObject) -> Result<Value, S
             store.refresh().map_err(failed)?;
             let found = store.answer_notes(&query, limit);
             let best = found.first().map_or(0.0, |f| f.relevance);
+            let routes: Vec<Value> = store
+                .answer_routes(&query, ROUTES_WITH_CONTEXT)
+                .iter()
+                .map(|found| route_json(&found.id, &found.record))
+                .collect();
+            let mut stale = store.stale_checker();
             let notes: Vec<Value> = found
                 .iter()
                 .map(|found| {
                     let mut note = note_json(&found.id, &found.record);
                     note["relevance"] = json!((found.relevance * 100.0).round() / 100.0);
+                    if let Some(stale) = stale.check(&found.record) {
+                        note["stale"] = json!(stale.describe());
+                    }
                     note
                 })
-                .collect();
-            let routes: Vec<Value> = store
-                .answer_routes(&query, ROUTES_WITH_CONTEXT)
-                .iter()
-                .map(|found| route_json(&found.id, &found.record))
                 .collect();
             let mut answer = json!({"notes": notes, "routes": routes});
             if notes.is_empty() {
@@ -310,7 +316,14 @@ fn id_arg(args: &JsonObject, tool: &str) -> Result<String, String> {
 fn store_args(args: &JsonObject) -> Result<NewNote, String> {
     let mut a = Args::new(
         args,
-        &["content", "category", "importance", "tags", "task_id"],
+        &[
+            "content",
+            "category",
+            "importance",
+            "tags",
+            "task_id",
+            "paths",
+        ],
     );
     let content = a.text("content", true, NOTE_LIMIT, false);
     let category = a.text("category", true, 40, true).and_then(|given| {
@@ -332,6 +345,7 @@ fn store_args(args: &JsonObject) -> Result<NewNote, String> {
     );
     let tags = a.list("tags", true, (2, 5), 40, "tags");
     let task_id = a.text("task_id", false, 100, true);
+    let paths = a.list("paths", false, (0, MAX_PATHS), PATH_LIMIT, "paths");
     a.finish("memory_store")?;
     Ok(NewNote {
         content: content.unwrap_or_default(),
@@ -339,6 +353,7 @@ fn store_args(args: &JsonObject) -> Result<NewNote, String> {
         importance: importance.unwrap_or_default() as u8,
         tags: tags.unwrap_or_default(),
         task_id,
+        paths: paths.unwrap_or_default(),
     })
 }
 
@@ -391,6 +406,10 @@ fn note_json(id: &str, note: &Note) -> Value {
     });
     if let Some(task) = &note.task_id {
         value["task_id"] = json!(task);
+    }
+    if !note.about.is_empty() {
+        let paths: Vec<&str> = note.about.iter().map(|(path, _)| path.as_str()).collect();
+        value["paths"] = json!(paths);
     }
     value
 }

@@ -53,6 +53,8 @@ impl Set {
                     task_id: None,
                     created: "2026-12-01T00:00:00.000Z".into(),
                     forgotten: None,
+                    about: Vec::new(),
+                    commit: None,
                     extra: Vec::new(),
                 };
                 (text("key"), note)
@@ -196,6 +198,7 @@ pub fn memloop(set: &Set) -> Report {
                 importance: note.importance,
                 tags: note.tags.clone(),
                 task_id: None,
+                paths: Vec::new(),
             })
             .expect("the note is stored");
         keys.insert(id, key.clone());
