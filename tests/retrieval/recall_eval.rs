@@ -95,6 +95,7 @@ pub fn run(set: &Set, prompts: &[Prompt]) -> Report {
                 importance: note.importance,
                 tags: note.tags.clone(),
                 task_id: None,
+                paths: Vec::new(),
             })
             .expect("the note is stored");
         keys.insert(id, key.clone());
