@@ -1,4 +1,4 @@
-// memloop opencode plugin v3
+// memloop opencode plugin v4
 // Written by memloop; `memloop sync` replaces it, `memloop uninstall` removes it.
 //
 // The memory gate for OpenCode, which has no Stop hook. Every tool call is recorded with
@@ -21,6 +21,13 @@
 // after `session.compacted`, and `experimental.session.compacting` adds the reminder of
 // `memloop hook pre-compact` to the summary's prompt. With `[memory] session_start = false`
 // memloop prints nothing and nothing is added.
+//
+// Recall: `memloop hook prompt --agent opencode` prints the notes of the memory that match a
+// prompt's text (nothing when none matches well, or with `[memory] recall = false`). On each user
+// message (`chat.message`, awaited before OpenCode saves the message, in the TUI and in one-shot
+// `opencode run` alike) that text is added to the message as a synthetic text part: saved with
+// the message, so later requests of the session hold it once, sent to the model, and not shown
+// in the TUI. memloop remembers per session what it gave, so a note comes once.
 
 import { spawn } from "node:child_process";
 
@@ -86,6 +93,8 @@ export const MemloopGate = async ({ client, directory }) => {
         model: undefined,
         // The session-start text, read once (a promise, so concurrent calls share one read).
         memory: undefined,
+        // The gate's own messages sent into the session: no recall is searched for them.
+        sentBack: new Set(),
       };
       sessions.set(id, state);
     }
@@ -121,6 +130,7 @@ export const MemloopGate = async ({ client, directory }) => {
     if (state.checkedAt === state.assistant.size) return;
     const text = await check(id);
     if (!text) return;
+    state.sentBack.add(text);
     // Not awaited: the prompt runs a whole new turn, and the event handler must return.
     Promise.resolve()
       .then(() => client.session.prompt({ path: { id }, body: { parts: [{ type: "text", text }] } }))
@@ -138,6 +148,7 @@ export const MemloopGate = async ({ client, directory }) => {
     if (parts.some((part) => part && part.type === "tool")) return;
     const text = await check(id);
     if (!text) return;
+    state.sentBack.add(text);
     const body = { noReply: true, parts: [{ type: "text", text }] };
     // The added message must name the session's agent and model, or OpenCode files it under
     // the default agent.
@@ -155,6 +166,29 @@ export const MemloopGate = async ({ client, directory }) => {
         .catch(() => "");
     }
     return state.memory;
+  };
+
+  // The notes that match a user message, added to it as a synthetic part. OpenCode 1.18 saves
+  // the parts of `output.parts` as they are: the part carries the message's ids, and its own id
+  // only has to start with `prt`; a message's parts are ordered by id, so one extending the last
+  // part's id comes right after the person's text.
+  const recall = async (input, output) => {
+    const state = sessionOf(input.sessionID);
+    const texts = output.parts.filter((part) => part && part.type === "text" && !part.synthetic && typeof part.text === "string");
+    const prompt = texts.map((part) => part.text).join("\n");
+    if (!prompt.trim() || state.sentBack.has(prompt)) return;
+    const result = await runMemloop(
+      ["hook", "prompt", "--agent", "opencode"],
+      { session_id: input.sessionID, cwd: directory, prompt },
+      directory,
+    );
+    const text = result.code === 0 ? result.stdout.trim() : "";
+    if (!text) return;
+    const ids = output.parts.map((part) => (part && typeof part.id === "string" ? part.id : "")).sort();
+    // Without an id to extend (OpenCode gives every part one), a time keeps the id unique.
+    const last = ids[ids.length - 1] || `prt_${Date.now().toString(16)}`;
+    const messageID = (output.message && output.message.id) || input.messageID;
+    output.parts.push({ id: `${last}memloop`, sessionID: input.sessionID, messageID, type: "text", synthetic: true, text });
   };
 
   return {
@@ -183,12 +217,13 @@ export const MemloopGate = async ({ client, directory }) => {
           .catch(() => {});
       } catch {}
     },
-    "chat.message": async (input) => {
+    "chat.message": async (input, output) => {
       try {
         if (!input || typeof input.sessionID !== "string") return;
         const state = sessionOf(input.sessionID);
         if (input.agent) state.agent = input.agent;
         if (input.model) state.model = input.model;
+        if (output && Array.isArray(output.parts)) await recall(input, output);
       } catch {}
     },
     "experimental.text.complete": async (input) => {

@@ -4,8 +4,37 @@
 
 #[path = "retrieval/eval.rs"]
 mod eval;
+#[path = "retrieval/recall_eval.rs"]
+mod recall_eval;
 
 const SET: &str = include_str!("retrieval/projects.json");
+const PROMPTS: &str = include_str!("retrieval/prompts.json");
+
+/// Recall (what `memloop hook prompt` gives) on prompts as a person sends them: the issue's
+/// targets, recall@3 at least 0.9 and nonsense given nothing in at least 90%.
+#[test]
+fn prompts_are_given_the_notes_they_need_and_nonsense_nothing() {
+    let set = eval::Set::parse(SET);
+    let prompts = recall_eval::parse(PROMPTS);
+    let report = recall_eval::run(&set, &prompts);
+    let misses = format!("missed: {:#?}", report.misses);
+    assert!(report.get("labelled").recall_3 >= 0.9, "{misses}");
+    assert!(report.nothing_share("nonsense") >= 0.9, "{misses}");
+    for kind in ["ask", "task", "nonsense"] {
+        assert!(report.get(kind).prompts >= 10, "{kind}: too few prompts");
+    }
+    for prompt in &prompts {
+        for key in &prompt.expect {
+            assert!(set.notes.iter().any(|(k, _)| k == key), "{key}");
+        }
+        assert_eq!(
+            prompt.expect.is_empty(),
+            prompt.kind == "nonsense",
+            "{}",
+            prompt.text
+        );
+    }
+}
 
 #[test]
 fn notes_from_real_projects_are_found_in_the_words_an_agent_asks_with() {

@@ -280,3 +280,83 @@ fn the_gate_counts_a_recall_as_the_lookup() {
     assert_eq!(strict.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&strict.stderr).contains("No lookup at the first check"));
 }
+
+/// Loads memloop's OpenCode plugin in node and hands its `chat.message` hook one user message
+/// per prompt (argv: plugin, repository, prompts as JSON); prints the parts of each message.
+const PLUGIN_HARNESS: &str = r#"
+import { pathToFileURL } from "node:url";
+const [plugin, repo, prompts] = process.argv.slice(2);
+const { MemloopGate } = await import(pathToFileURL(plugin).href);
+const hooks = await MemloopGate({ client: { session: {} }, directory: repo });
+const messages = [];
+for (const [i, text] of JSON.parse(prompts).entries()) {
+  const messageID = `msg_${i}`;
+  const output = { message: { id: messageID, role: "user" },
+    parts: [{ id: `prt_00000000000${i}abcdefghijklmn`, sessionID: "ses_recall", messageID, type: "text", text }] };
+  await hooks["chat.message"]({ sessionID: "ses_recall", agent: "build", messageID }, output);
+  messages.push(output.parts);
+}
+console.log(JSON.stringify(messages));
+"#;
+
+fn node() -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("node"))
+        .find(|candidate| candidate.is_file())
+}
+
+/// The OpenCode plugin (and Kilo's, the same code) adds the notes that match a user message to
+/// it as a synthetic text part sorting after the person's text; nothing for nonsense, nothing the
+/// second time, and nothing (no throw) without memloop.
+#[test]
+fn the_opencode_plugin_adds_the_matching_notes_to_the_user_message() {
+    let Some(node) = node() else {
+        eprintln!("skipped: node is not on PATH");
+        return;
+    };
+    let world = World::new();
+    let plugin = world.repo.join("plugin.mjs");
+    std::fs::write(&plugin, memloop::gate::OPENCODE_PLUGIN).unwrap();
+    let harness = world.repo.join("harness.mjs");
+    std::fs::write(&harness, PLUGIN_HARNESS).unwrap();
+    let prompts = json!([
+        "Write a limerick about a purple giraffe.",
+        MATCHING,
+        "the release openssl legacy provider again"
+    ]);
+    let run = |bin: &Path| -> Value {
+        let out = std::process::Command::new(&node)
+            .arg(&harness)
+            .arg(&plugin)
+            .arg(&world.repo)
+            .arg(prompts.to_string())
+            .env("MEMLOOP_BIN", bin)
+            .env("XDG_STATE_HOME", &world.state)
+            .env_remove("MEMLOOP_ROOT")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let messages = run(Path::new(env!("CARGO_BIN_EXE_memloop")));
+    let count = |i: usize| messages[i].as_array().unwrap().len();
+    assert_eq!((count(0), count(1), count(2)), (1, 2, 1), "{messages}");
+    let (prompt, added) = (&messages[1][0], &messages[1][1]);
+    assert_eq!(added["type"], "text");
+    assert_eq!(added["synthetic"], true);
+    assert_eq!(added["messageID"], "msg_1");
+    assert_eq!(added["sessionID"], "ses_recall");
+    let text = added["text"].as_str().unwrap();
+    assert!(text.contains(NOTE), "{text}");
+    let (id, after) = (
+        prompt["id"].as_str().unwrap(),
+        added["id"].as_str().unwrap(),
+    );
+    assert!(after.starts_with("prt") && after > id, "{after} after {id}");
+
+    let messages = run(&world.repo.join("no-such-memloop"));
+    for message in messages.as_array().unwrap() {
+        assert_eq!(message.as_array().unwrap().len(), 1, "{messages}");
+    }
+}

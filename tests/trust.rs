@@ -163,6 +163,48 @@ fn codex_trust_follows_memloops_group_when_it_moves() {
     );
 }
 
+/// The prompt hook (recall) is trusted like the others: trust writes its entry; when the user puts
+/// a UserPromptSubmit group of their own first, doctor names the missing trust and the one left
+/// behind, and the next sync moves the entry to the group's new place.
+#[test]
+fn codex_prompt_hook_trust_follows_its_group_and_doctor_names_it_until_then() {
+    let world = World::new("codex");
+    // Doctor reads Codex's user config only where Codex is installed.
+    let codex = world.home.join("bin/codex");
+    std::fs::create_dir_all(codex.parent().unwrap()).unwrap();
+    std::fs::write(&codex, "#!/bin/sh\necho 'codex-cli 0.171.0'\n").unwrap();
+    let executable = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(&codex, executable).unwrap();
+    world.ok(&["trust", "--yes"]);
+    let root = world.root_str();
+    let at = |group: usize| format!("{root}/.codex/hooks.json:user_prompt_submit:{group}:0");
+    assert!(world.home_text(CODEX_CONFIG).contains(&at(0)));
+    let hooks = world.root.join(".codex/hooks.json");
+    let text = std::fs::read_to_string(&hooks).unwrap();
+    let moved = text.replacen(
+        "\"UserPromptSubmit\": [",
+        "\"UserPromptSubmit\": [\n      {\"hooks\": [{\"type\": \"command\", \"command\": \"./log.sh\"}]},",
+        1,
+    );
+    assert_ne!(moved, text);
+    std::fs::write(&hooks, moved).unwrap();
+    let doctor = String::from_utf8(world.run(&["doctor"]).stdout).unwrap();
+    assert!(
+        doctor.contains("has no trusted_hash for memloop's UserPromptSubmit hook"),
+        "{doctor}"
+    );
+    assert!(doctor.contains(&at(0)), "{doctor}");
+    world.ok(&["sync"]);
+    let config = world.home_text(CODEX_CONFIG);
+    assert!(config.contains(&at(1)), "{config}");
+    assert!(!config.contains(&at(0)), "{config}");
+    let doctor = String::from_utf8(world.run(&["doctor", "--verbose"]).stdout).unwrap();
+    assert!(
+        doctor.contains("trusts memloop's UserPromptSubmit hook by its current hash"),
+        "{doctor}"
+    );
+}
+
 #[test]
 fn codex_session_start_off_takes_back_its_trust_wherever_the_group_had_moved() {
     let world = World::new("codex");

@@ -8,7 +8,7 @@
 //! --agent claude, codex, qwen   {"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"..."}}
 //! --agent gemini                {"hookSpecificOutput":{"hookEventName":"BeforeAgent","additionalContext":"..."}}
 //! --agent copilot               {"additionalContext":"..."}
-//! --agent kimi, opencode        the text itself
+//! --agent kimi, opencode, kilo  the text itself
 //! ```
 //!
 //! Per session (the input's session id), the gate's state folder keeps what was given, so a

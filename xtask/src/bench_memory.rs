@@ -11,6 +11,7 @@
 //! | `context_query` over MCP stdio, broad queries | p95 at most 5 ms at 100,000 |
 //! | `memory_store` | p95 at most 5 ms at 100,000 |
 //! | `memloop serve` peak resident memory | at most 64 MiB at 100,000 |
+//! | prompt hook (recall, issue 22), warm | median at most 5 ms over `memloop --version` at 10,000, 10 ms at 100,000 |
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -176,6 +177,8 @@ fn measure(
         ok: !large || over <= 3.0,
     });
 
+    prompt_hook_rows(binary, repo, size, words, rows)?;
+
     let mut server = Server::start(binary, repo)?;
     server.first_query_after_start(words)?;
     let (mut broad, _) = server.queries(words, QUERIES)?;
@@ -221,6 +224,101 @@ fn measure(
         ok: !large || rss_kib <= 64 * 1024,
     });
     Ok(())
+}
+
+/// `memloop hook prompt --agent claude` as Claude Code runs it on each prompt (its input on
+/// stdin, each run the first prompt of a new session, so the search and the session's state are
+/// both paid for), interleaved with `memloop --version`.
+fn prompt_hook_rows(
+    binary: &Path,
+    repo: &Path,
+    size: usize,
+    words: &Words,
+    rows: &mut Vec<Row>,
+) -> anyhow::Result<()> {
+    let k = size / 1000;
+    let limit = if size >= 100_000 { 10.0 } else { 5.0 };
+    let state = tempfile::Builder::new()
+        .prefix("memloop-bench-state-")
+        .tempdir()?;
+    let mut rng = Rng(23);
+    let notes: Vec<std::path::PathBuf> = std::fs::read_dir(repo.join(".memloop/memory/notes"))?
+        .filter_map(|entry| Some(entry.ok()?.path()))
+        .collect();
+    ensure!(!notes.is_empty(), "no notes to take prompts from");
+    let (mut hook, mut version) = (Vec::new(), Vec::new());
+    let mut given = 0;
+    for run in 0..HOOK_RUNS {
+        // Every other prompt asks about a stored note in its own words (the hook reads and hands
+        // on notes), the others in words of the vocabulary's common part (it searches and gives
+        // little or nothing).
+        let about = if run % 2 == 0 {
+            let note = std::fs::read_to_string(&notes[rng.below(notes.len())])?;
+            let body = note.rsplit("---\n").next().unwrap_or_default();
+            body.split_whitespace()
+                .take(8)
+                .collect::<Vec<_>>()
+                .join(" ")
+        } else {
+            words.sentence(&mut rng, 6)
+        };
+        let prompt = format!("Why does {about} fail? Please fix it.");
+        let (took, out) =
+            prompt_hook(binary, repo, state.path(), &format!("bench-{run}"), &prompt)?;
+        given += usize::from(out.contains("memloop recall"));
+        hook.push(took);
+        version.push(version_run(binary)?);
+    }
+    let (hook_median, version_median) = (median(&mut hook), median(&mut version));
+    let over = ms(hook_median) - ms(version_median);
+    rows.push(Row {
+        name: format!("prompt hook, warm, {k}k (median of {HOOK_RUNS}, {given} gave notes)"),
+        figure: format!(
+            "{:>7.2} ms ({:+.2} ms over --version {:.2} ms)",
+            ms(hook_median),
+            over,
+            ms(version_median)
+        ),
+        target: format!("<= {limit:.0} ms over"),
+        ok: over <= limit,
+    });
+    Ok(())
+}
+
+fn prompt_hook(
+    binary: &Path,
+    repo: &Path,
+    state: &Path,
+    session: &str,
+    prompt: &str,
+) -> anyhow::Result<(Duration, String)> {
+    use std::io::Write as _;
+    let input = serde_json::json!({
+        "session_id": session, "cwd": repo, "hook_event_name": "UserPromptSubmit", "prompt": prompt,
+    });
+    let started = Instant::now();
+    let mut child = Command::new(binary)
+        .args(["hook", "prompt", "--agent", "claude"])
+        .current_dir(repo)
+        .env_remove("MEMLOOP_ROOT")
+        .env("XDG_STATE_HOME", state)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    child
+        .stdin
+        .take()
+        .context("the hook's stdin")?
+        .write_all(input.to_string().as_bytes())?;
+    let output = child.wait_with_output()?;
+    let took = started.elapsed();
+    ensure!(
+        output.status.success(),
+        "memloop hook prompt failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok((took, String::from_utf8_lossy(&output.stdout).into_owned()))
 }
 
 /// One `memloop hook session-start --agent text` in `repo`: its wall time and its output.

@@ -518,7 +518,7 @@ impl Rng {
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
 
@@ -553,7 +553,7 @@ impl Words {
         Words { prose, tags }
     }
 
-    fn sentence(&self, rng: &mut Rng, words: usize) -> String {
+    pub(crate) fn sentence(&self, rng: &mut Rng, words: usize) -> String {
         (0..words)
             .map(|_| self.prose[rng.zipf(self.prose.len())].as_str())
             .collect::<Vec<_>>()

@@ -340,6 +340,21 @@ const SCENARIOS: &[Scenario] = &[
         run: recall::gemini,
     },
     Scenario {
+        name: "recall-codex",
+        about: "three prompts of one Codex CLI session (codex exec, then exec resume --last): memloop's UserPromptSubmit hook, trusted by memloop's hash in hooks/list, gives no note for a nonsense prompt, the note's full text with one that matches it, not again with a second one",
+        run: recall::codex,
+    },
+    Scenario {
+        name: "recall-opencode",
+        about: "three one-shot `opencode run` calls of one session (--continue after the first): memloop's plugin (chat.message) gives no note for a nonsense prompt, the note's full text with one that matches it, not again with a second one",
+        run: recall::opencode,
+    },
+    Scenario {
+        name: "recall-kilo",
+        about: "as recall-opencode with `kilo run` (memloop's plugin for Kilo, --agent kilo)",
+        run: recall::kilo,
+    },
+    Scenario {
         name: "session-start-claude",
         about: "a stored note is in Claude Code's first model request (SessionStart additionalContext); /compact sends the PreCompact reminder to the summary and the next request holds the index again",
         run: session_start::claude,

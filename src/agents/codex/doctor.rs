@@ -1,7 +1,7 @@
 //! Codex's whole files: the project `.codex/config.toml` (`[mcp_servers.*]`, whose
 //! `default_tools_approval_mode` must be one of the four values Codex accepts, else every
 //! command fails), `.codex/hooks.json`, the user config's project trust and the trust of each of
-//! memloop's hooks, Stop and SessionStart (without them Codex silently ignores the project's
+//! memloop's hooks, Stop, SessionStart and UserPromptSubmit (without them Codex silently ignores the project's
 //! files or skips the hook), `[features] hooks` and its old name, and
 //! the size of `AGENTS.md` (Codex reads 32768 bytes of it). Facts: xtask/src/e2e/codex_facts.md.
 
@@ -10,8 +10,8 @@ use std::path::Path;
 use toml_edit::{DocumentMut, Item};
 
 use super::{
-    HOOKS_JSON, PROJECT_CONFIG, SESSION_START_COMMAND, codex_home, group_index, group_index_of,
-    hook_hash, session_start_hash, trusted_root,
+    HOOKS_JSON, PROJECT_CONFIG, PROMPT_COMMAND, SESSION_START_COMMAND, codex_home, group_index,
+    group_index_of, hook_hash, prompt_hash, session_start_hash, trusted_root,
 };
 use crate::config::AgentId;
 use crate::doctor::{Doctor, Finding};
@@ -374,6 +374,15 @@ fn hook_trust(d: &mut Doctor, user_config: &Path, doc: &DocumentMut, shown: &str
             group: group_index_of(hooks_json, "SessionStart", SESSION_START_COMMAND),
             hash: session_start_hash(),
             skipped: "sessions start without the memory index",
+        });
+    }
+    if d.ctx.config.memory.recall {
+        handlers.push(Handler {
+            name: "UserPromptSubmit",
+            label: "user_prompt_submit",
+            group: group_index_of(hooks_json, "UserPromptSubmit", PROMPT_COMMAND),
+            hash: prompt_hash(),
+            skipped: "prompts go to the model without the notes that match them",
         });
     }
     let states = doc

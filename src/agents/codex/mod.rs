@@ -2,7 +2,8 @@
 //! `.codex/config.toml` (`[mcp_servers.<name>]`), the Stop gate in `.codex/hooks.json`
 //! (Claude-like groups), and in the user's `$CODEX_HOME/config.toml` (default
 //! `~/.codex/config.toml`) the two entries without which Codex loads neither: the project's
-//! trust and the hook's `trusted_hash`. Facts: xtask/src/e2e/codex_facts.md.
+//! trust and each hook's `trusted_hash`. Facts: xtask/src/e2e/codex_facts.md; the prompt hook's
+//! (recall): xtask/src/e2e/recall_facts.md.
 
 pub mod doctor;
 pub mod gate;
@@ -35,6 +36,10 @@ pub const SESSION_START_COMMAND: &str = "memloop hook session-start --agent code
 pub const SESSION_START_MATCHER: &str = "startup|resume|clear|compact";
 /// Seconds; reading the index costs milliseconds.
 pub const SESSION_HOOK_TIMEOUT: u64 = 10;
+/// `memloop hook prompt`: the notes matching each prompt, as the UserPromptSubmit hook's
+/// `hookSpecificOutput.additionalContext` (Codex 0.171.0 gives the model each context as a
+/// developer message of the prompt's turn). Its timeout is [`SESSION_HOOK_TIMEOUT`].
+pub const PROMPT_COMMAND: &str = "memloop hook prompt --agent codex";
 pub const PROJECT_CONFIG: &str = ".codex/config.toml";
 pub const HOOKS_JSON: &str = ".codex/hooks.json";
 /// `codex exec` runs with approval policy `never`, which refuses every MCP call needing
@@ -143,6 +148,12 @@ pub fn targets(ctx: &Context, _skipped: &mut Vec<String>) -> anyhow::Result<Vec<
                         command: SESSION_START_COMMAND.into(),
                     }
                     .wanted_if(session_start),
+                    Fragment::JsonHookGroup {
+                        path: vec!["hooks".into(), "UserPromptSubmit".into()],
+                        value: prompt_group(),
+                        command: PROMPT_COMMAND.into(),
+                    }
+                    .wanted_if(ctx.config.memory.recall),
                 ],
             },
             note: None,
@@ -158,18 +169,39 @@ pub fn hook_hash() -> String {
 
 /// The user config's `trusted_hash` of memloop's SessionStart handler, group `group`.
 pub fn session_start_trust(root: &Path, group: usize) -> Fragment {
+    handler_trust(root, "session_start", group, session_start_hash())
+}
+
+/// The user config's `trusted_hash` of memloop's UserPromptSubmit handler, group `group`.
+pub fn prompt_trust(root: &Path, group: usize) -> Fragment {
+    handler_trust(root, "user_prompt_submit", group, prompt_hash())
+}
+
+/// `[hooks.state."<root>/.codex/hooks.json:<label>:<group>:0"] trusted_hash = <hash>`.
+fn handler_trust(root: &Path, label: &str, group: usize, hash: String) -> Fragment {
     Fragment::TomlTable {
         path: vec![
             "hooks".into(),
             "state".into(),
-            trust::hook_state_key(&root.join(HOOKS_JSON), "session_start", group, 0),
+            trust::hook_state_key(&root.join(HOOKS_JSON), label, group, 0),
         ],
-        fields: vec![(
-            "trusted_hash".into(),
-            EntryValue::String(session_start_hash()),
-        )],
+        fields: vec![("trusted_hash".into(), EntryValue::String(hash))],
         whole: false,
     }
+}
+
+/// Codex 0.171.0 ignores a UserPromptSubmit group's `matcher`, and so does its hash.
+pub fn prompt_hash() -> String {
+    trust::command_hook_trusted_hash(
+        "user_prompt_submit",
+        PROMPT_COMMAND,
+        Some(SESSION_HOOK_TIMEOUT),
+        None,
+    )
+}
+
+pub fn prompt_group() -> Value {
+    json!({"hooks": [{"type": "command", "command": PROMPT_COMMAND, "timeout": SESSION_HOOK_TIMEOUT}]})
 }
 
 /// A SessionStart group's `matcher` is part of its identity (Codex hashes the matcher of the

@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::{
-    HOOKS_JSON, SESSION_START_COMMAND, codex_home, group_index, group_index_of, hook_hash,
-    session_start_hash, session_start_trust, trusted_root,
+    HOOKS_JSON, PROMPT_COMMAND, SESSION_START_COMMAND, codex_home, group_index, group_index_of,
+    hook_hash, prompt_hash, prompt_trust, session_start_hash, session_start_trust, trusted_root,
 };
 use crate::config::AgentId;
 use crate::edit::toml::EntryValue;
@@ -27,15 +27,18 @@ pub fn target(ctx: &Context) -> Target {
     let hooks_json = ctx.root.join(HOOKS_JSON);
     let group = group_index(&hooks_json);
     let start_group = group_index_of(&hooks_json, "SessionStart", SESSION_START_COMMAND);
+    let prompt_group = group_index_of(&hooks_json, "UserPromptSubmit", PROMPT_COMMAND);
     let root = trusted_root(ctx.root);
     let mut fragments = fragments(&root, group);
     fragments
         .push(session_start_trust(&root, start_group).wanted_if(ctx.config.memory.session_start));
+    fragments.push(prompt_trust(&root, prompt_group).wanted_if(ctx.config.memory.recall));
     // A group that moved in .codex/hooks.json leaves memloop's trust at its old key, where a hook
     // put there later would run trusted: those entries are taken out.
     let current = [
         ("stop", group, hook_hash()),
         ("session_start", start_group, session_start_hash()),
+        ("user_prompt_submit", prompt_group, prompt_hash()),
     ];
     for (key, hash) in left_behind(&user_config, &root.join(HOOKS_JSON), &current) {
         fragments.push(Fragment::Retired(Box::new(Fragment::TomlTable {
@@ -211,6 +214,16 @@ mod tests {
             None,
         );
         assert_ne!(with, without);
+    }
+
+    #[test]
+    fn the_prompt_hook_hash_is_the_one_codex_reports() {
+        // `currentHash` of memloop's UserPromptSubmit handler in `hooks/list` of Codex 0.171.0
+        // (e2e recall-codex); a matcher on this event is ignored by Codex and its hash.
+        assert_eq!(
+            crate::agents::codex::prompt_hash(),
+            "sha256:dc5869ecd77cfe12e6229361ae49bf755229e215f70aeb75545628ed1c1cd5f6"
+        );
     }
 
     #[test]

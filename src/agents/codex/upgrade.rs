@@ -7,10 +7,17 @@
 //! - `codex-session-start`: a `.codex/hooks.json` an older memloop wrote holds its Stop group
 //!   but not the SessionStart group that gives each session the memory index; it is added, as
 //!   sync would (unless `[memory] session_start = false`).
+//! - `codex-recall`: the same for the UserPromptSubmit group (the notes that match each prompt),
+//!   unless `[memory] recall = false`. Its trust entry in the user config is written by
+//!   `memloop trust` and by every sync with consent, as the other hooks' are; doctor names it
+//!   while it is missing.
 
 use std::path::PathBuf;
 
-use super::{HOOK_COMMAND, HOOKS_JSON, SESSION_START_COMMAND, codex_home, session_start_group};
+use super::{
+    HOOK_COMMAND, HOOKS_JSON, PROMPT_COMMAND, SESSION_START_COMMAND, codex_home, prompt_group,
+    session_start_group,
+};
 use crate::config::AgentId;
 use crate::edit::json::Dialect;
 use crate::engine::PlanError;
@@ -19,7 +26,28 @@ use crate::upgrade::{Env, Files, Migration};
 use crate::version::{Product, Range, Version};
 
 /// Codex's migrations, in the order they run.
-pub const MIGRATIONS: &[Migration] = &[HOOKS_FEATURE, SESSION_START];
+pub const MIGRATIONS: &[Migration] = &[HOOKS_FEATURE, SESSION_START, RECALL];
+
+pub const RECALL: Migration = Migration {
+    id: "codex-recall",
+    agent: Some(AgentId::Codex),
+    range: Range::Any,
+    about: "memloop's UserPromptSubmit hook (the notes that match each prompt) joins its Stop hook in .codex/hooks.json",
+    detect: |env, files| RECALL_GROUPS.detect(env, files),
+    rewrite: |env, files| RECALL_GROUPS.rewrite(env, files),
+};
+
+const RECALL_GROUPS: JoinedGroups = JoinedGroups {
+    file: HOOKS_JSON,
+    dialect: Dialect::Strict,
+    gate: ("Stop", HOOK_COMMAND),
+    pieces: &[Piece {
+        event: "UserPromptSubmit",
+        command: PROMPT_COMMAND,
+        group: prompt_group,
+        wanted: joined_groups::recall,
+    }],
+};
 
 pub const SESSION_START: Migration = Migration {
     id: "codex-session-start",

@@ -50,7 +50,7 @@ fn memloop(sb: &Sandbox, args: &[&str]) -> Result<()> {
 }
 
 /// The harness's user config, then memloop's Codex files and its trust entries (`--trust`).
-fn install(ctx: &Ctx, sb: &mut Sandbox, base_url: Option<&str>) -> Result<()> {
+pub(super) fn install(ctx: &Ctx, sb: &mut Sandbox, base_url: Option<&str>) -> Result<()> {
     ctx.caps.need_init()?;
     set_up_harness(sb, base_url)?;
     memloop(sb, &["init", "--yes", "--agents", "codex", "--trust"])
@@ -76,7 +76,7 @@ fn written_hash(sb: &Sandbox, key: &str) -> Result<String> {
 
 /// memloop's hook of `label` (group 0) as `hooks/list` reports it: under the key memloop wrote
 /// the trust for, with the hash memloop wrote, trusted. The key, the hash and the hook.
-fn trusted_hook(
+pub(super) fn trusted_hook(
     ctx: &Ctx,
     sb: &Sandbox,
     label: &str,

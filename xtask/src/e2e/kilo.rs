@@ -16,10 +16,10 @@ use super::sandbox::Sandbox;
 use super::session_start::{self, NOTE_MARK};
 use super::{Ctx, agents};
 
-const STORE: &str = "memory_memory_store";
+pub(super) const STORE: &str = "memory_memory_store";
 
 /// `memloop init --yes --agents <agents>` (Kilo's files are all in the repository).
-fn init(sb: &Sandbox, agents: &str) -> Result<()> {
+pub(super) fn init(sb: &Sandbox, agents: &str) -> Result<()> {
     let out = sb.run(
         "memloop",
         &["init", "--yes", "--agents", agents],
@@ -32,7 +32,7 @@ fn init(sb: &Sandbox, agents: &str) -> Result<()> {
 /// (`~/.config/kilo/kilo.json`), no update checks, no model-list fetch, and snapshots off: on a
 /// loaded machine Kilo 7.7.7 stops a run before its first model request to ask "Snapshot is
 /// slow ... disable Snapshots for this repository?", which a one-shot run never answers.
-fn set_up(sb: &mut Sandbox, fake_base_url: Option<&str>) -> Result<()> {
+pub(super) fn set_up(sb: &mut Sandbox, fake_base_url: Option<&str>) -> Result<()> {
     sb.set_env("KILO_DISABLE_MODELS_FETCH", "1");
     sb.set_env("KILO_DISABLE_SHARE", "1");
     sb.set_env("KILO_DISABLE_SESSION_INGEST", "1");

@@ -305,3 +305,111 @@ pub fn gemini(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     let out = last.expect("three prompts ran");
     check_requests_wanting(&firsts, &out, [0, 1, 0])
 }
+
+/// Codex CLI: three `codex exec` runs of one session (`codex exec resume --last` after the
+/// first). memloop's UserPromptSubmit hook in `.codex/hooks.json`, trusted by the hash memloop
+/// wrote (checked in `hooks/list`), prints `hookSpecificOutput.additionalContext`, which Codex
+/// puts in the prompt's turn as a developer message; a resumed session keeps it in the history.
+pub fn codex(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    use super::fake_responses::{FakeResponses, Script, Step};
+    needs(ctx)?;
+    let fake = FakeResponses::start(Script {
+        steps: PROMPTS.iter().map(|_| Step::Say("Hello.".into())).collect(),
+        latency: ctx.model_latency,
+    })?;
+    super::codex_memloop::install(ctx, sb, Some(&fake.base_url()))?;
+    seed(sb)?;
+    let (key, hash, _) =
+        super::codex_memloop::trusted_hook(ctx, sb, "user_prompt_submit", "UserPromptSubmit")?;
+    println!("   hooks/list: {key} {hash} trusted");
+    let mut firsts = Vec::new();
+    let mut last = None;
+    for (i, text) in PROMPTS.iter().enumerate() {
+        let before = fake.model_calls().len();
+        let out = if i == 0 {
+            super::codex::exec(ctx, sb, &fake, text)?
+        } else {
+            let args = ["exec", "resume", "--last", "--json", text];
+            let out = sb.run(super::codex::codex(ctx), &args, ctx.gate_timeout)?;
+            let _ = std::fs::write(sb.root.join("model-requests.jsonl"), fake.dump());
+            expect(
+                out.success(),
+                &format!(
+                    "`codex exec resume --last {text:?}` failed\nmodel requests:\n{}",
+                    fake.transcript()
+                ),
+                &out,
+            )?;
+            out
+        };
+        if let Some(first) = fake.model_calls().into_iter().nth(before) {
+            firsts.push((first.seq, first.body));
+        }
+        last = Some(out);
+    }
+    let out = last.expect("three prompts ran");
+    check_requests(&firsts, &out)
+}
+
+/// OpenCode: three one-shot `opencode run` calls of one session (`--continue` after the first).
+/// memloop's plugin (`chat.message`) adds the notes that match each user message to it as a
+/// synthetic text part, saved with the message; the continued session sends it again as history.
+pub fn opencode(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    needs(ctx)?;
+    memloop::install(sb, &ctx.caps, false, None)?;
+    seed(sb)?;
+    let mut script = quiet_script(ctx, sb);
+    script.write_tool = "write".into();
+    script.store_tool = "memory_memory_store".into();
+    let fake = FakeModel::start(Dialect::OpenAi, script)?;
+    agents::opencode(sb, &ctx.tools, Some(&fake.base_url()))?;
+    runs_of_one_session(ctx, sb, &fake, "opencode")
+}
+
+/// Kilo Code (OpenCode's plugin API, memloop's plugin calling `--agent kilo`): as [`opencode`]
+/// with `kilo run`.
+pub fn kilo(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    needs(ctx)?;
+    super::kilo::init(sb, "kilo")?;
+    seed(sb)?;
+    let mut script = quiet_script(ctx, sb);
+    script.write_tool = "write".into();
+    script.store_tool = super::kilo::STORE.into();
+    let fake = FakeModel::start(Dialect::OpenAi, script)?;
+    super::kilo::set_up(sb, Some(&fake.base_url()))?;
+    runs_of_one_session(ctx, sb, &fake, "kilo")
+}
+
+/// `<program> run <prompt>` for each prompt, `--continue` after the first; then the check.
+fn runs_of_one_session(ctx: &Ctx, sb: &mut Sandbox, fake: &FakeModel, program: &str) -> Result<()> {
+    let mut firsts = Vec::new();
+    let mut last = None;
+    for (i, text) in PROMPTS.iter().enumerate() {
+        let before = conversation_calls(fake).len();
+        let mut args = vec!["run", "--print-logs"];
+        if i > 0 {
+            args.push("--continue");
+        }
+        args.push(text);
+        let out = sb.run(ctx.tools.bin.join(program), &args, ctx.gate_timeout)?;
+        save(sb, fake);
+        let _ = std::fs::write(
+            sb.root.join(format!("{program}-run-{}.log", i + 1)),
+            format!("{}\n{}", out.stdout, out.stderr),
+        );
+        if !out.success() {
+            bail!(
+                "`{program} {}` failed\nmodel requests:\n{}{}",
+                args.join(" "),
+                fake.transcript(),
+                out.report()
+            );
+        }
+        if let Some(first) = conversation_calls(fake).into_iter().nth(before) {
+            firsts.push(numbered(first));
+        }
+        last = Some(out);
+    }
+    let out = last.expect("three prompts ran");
+    check_requests(&firsts, &out)
+}
