@@ -94,6 +94,7 @@ pub fn run(args: MemoryArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let mut store = Store::open(&root)?;
+    store.budget = crate::memory::budget::Budget::of(&config.memory);
     let out = match args.command {
         MemoryCommand::List {
             all,

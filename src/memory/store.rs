@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 
+use super::budget::{Budget, refusal};
 use super::ids::{new_id, now_millis, timestamp};
 use super::index::delta::Change as IndexChange;
 use super::index::doc::{Doc, DocMeta, Stamp};
@@ -112,10 +113,15 @@ impl<T: Record> Collection<T> {
     }
 
     fn write(&mut self, id: &str, record: &T) -> anyhow::Result<()> {
+        self.write_text(id, record, &record.render())
+    }
+
+    /// Writes `record`, already rendered as `text`.
+    fn write_text(&mut self, id: &str, record: &T, text: &str) -> anyhow::Result<()> {
         // Only a view that covered the whole folder before may claim to cover it after.
         let current = self.index.is_current();
         let path = self.path(id);
-        write_atomic(&path, record.render().as_bytes(), true)?;
+        write_atomic(&path, text.as_bytes(), true)?;
         let meta = std::fs::symlink_metadata(&path)
             .with_context(|| format!("could not read {}", path.display()))?;
         let folder = current
@@ -124,6 +130,26 @@ impl<T: Record> Collection<T> {
             .map(|m| Stamp::of(&m));
         let doc = Doc::of(id, Stamp::of(&meta), record, &mut Terms::default());
         self.index.commit(vec![IndexChange::Put(doc)], folder, true)
+    }
+
+    /// Writes `record` as `id` when the budget allows it, else refuses and touches nothing.
+    fn write_within(&mut self, id: &str, record: &T, budget: &Budget) -> anyhow::Result<()> {
+        let text = record.render();
+        let replaced = match self.index.stamp(id)? {
+            Some((stamp, meta)) if meta.searchable => stamp.size,
+            _ => 0,
+        };
+        let size = if record.searchable() {
+            text.len() as u64
+        } else {
+            0
+        };
+        if let Some(why) = refusal(budget, size, self.index.live_bytes(), replaced, || {
+            self.index.all()
+        }) {
+            bail!("{why}");
+        }
+        self.write_text(id, record, &text)
     }
 
     fn fresh_id(&self) -> String {
@@ -202,6 +228,9 @@ pub struct Store {
     pub pending: usize,
     /// Record files left out, and why.
     pub skipped: Vec<Skipped>,
+    /// What the notes may take (`[memory]` in memloop.toml; its defaults until a caller sets
+    /// the repository's).
+    pub budget: Budget,
 }
 
 impl Store {
@@ -227,6 +256,7 @@ impl Store {
             laid_out: false,
             pending: 0,
             skipped: Vec::new(),
+            budget: Budget::default(),
         };
         store.seen = store.signature();
         store.look(opening)?;
@@ -407,8 +437,15 @@ impl Store {
         Ok(out)
     }
 
+    /// The repository whose memory this is.
+    pub fn root(&self) -> &Path {
+        self.base.parent().unwrap_or(&self.base)
+    }
+
+    /// Stores a new note, or refuses (touching nothing) when it would pass the budget.
     pub fn store_note(&mut self, new: NewNote) -> anyhow::Result<String> {
         self.write_with(|store| {
+            let budget = store.budget;
             let id = store.notes.fresh_id();
             let note = Note {
                 content: new.content,
@@ -420,12 +457,13 @@ impl Store {
                 forgotten: None,
                 extra: Vec::new(),
             };
-            store.notes.write(&id, &note)?;
+            store.notes.write_within(&id, &note, &budget)?;
             Ok(id)
         })
     }
 
-    /// Forgets (`forget = true`) or restores a note; the file stays either way.
+    /// Forgets (`forget = true`) or restores a note; the file stays either way. A restore that
+    /// would pass the budget is refused.
     pub fn set_forgotten(&mut self, id: &str, forget: bool) -> anyhow::Result<Change> {
         self.write_with(|store| {
             let Some(note) = store.notes.get(id) else {
@@ -438,7 +476,8 @@ impl Store {
             // The same bytes whenever and wherever it is forgotten: two branches that forget
             // the same note merge without a conflict (a time would differ).
             note.forgotten = forget.then(|| FORGOTTEN.to_owned());
-            store.notes.write(id, &note)?;
+            let budget = store.budget;
+            store.notes.write_within(id, &note, &budget)?;
             Ok(Change::Done)
         })
     }

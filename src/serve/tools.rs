@@ -8,7 +8,10 @@ use std::sync::Arc;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
+use anyhow::Context as _;
+
 use super::args::Args;
+use crate::memory::budget::Budget;
 use crate::memory::record::{CATEGORIES, Note, Route, secret_in};
 use crate::memory::search::matched_well;
 use crate::memory::store::{Change, NewNote, RouteFields, Store};
@@ -216,12 +219,14 @@ pub fn call(store: &mut Store, name: &str, args: &JsonObject) -> Result<Value, S
             if let Some(problem) = secret_in(texts) {
                 return Err(secret_refused(name, &problem));
             }
+            store.budget = budget(store).map_err(failed)?;
             let id = store.store_note(new).map_err(failed)?;
             Ok(json!({"id": id, "file": Store::relative_path::<Note>(&id)}))
         }
         "memory_forget" | "memory_restore" => {
             let id = id_arg(args, name)?;
             let forget = name == "memory_forget";
+            store.budget = budget(store).map_err(failed)?;
             let change = store.set_forgotten(&id, forget).map_err(failed)?;
             let mut answer = json!({"id": id, "forgotten": forget});
             if let Change::AlreadyThatWay = change {
@@ -266,6 +271,15 @@ pub fn call(store: &mut Store, name: &str, args: &JsonObject) -> Result<Value, S
         }
         _ => Err(format!("{name}: no such tool")),
     }
+}
+
+/// The repository's `[memory]` limits, read at each write: a person who raises them need not
+/// restart the server.
+fn budget(store: &Store) -> anyhow::Result<Budget> {
+    let config = crate::config::Config::load(store.root())
+        .context("nothing was stored: memloop.toml, which sets the notes' budget, is unusable")?
+        .unwrap_or_default();
+    Ok(Budget::of(&config.memory))
 }
 
 /// Notes and routes are committed and read by every agent that queries the memory: a credential

@@ -620,6 +620,12 @@ impl Words {
 pub(crate) fn write_notes(repo: &Path, count: usize, words: &Words) -> anyhow::Result<()> {
     let dir = repo.join(".memloop/memory/notes");
     std::fs::create_dir_all(&dir)?;
+    // The generated notes take far more than the default budget (1 MiB): the largest it
+    // allows, so the stores measured are accepted.
+    std::fs::write(
+        repo.join("memloop.toml"),
+        "[memory]\nmax_bytes = 1073741824\n",
+    )?;
     let mut rng = Rng(1);
     for n in 0..count {
         let note = words.note(&mut rng, n);

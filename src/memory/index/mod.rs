@@ -234,6 +234,21 @@ impl<T: Record> Index<T> {
         (n, len)
     }
 
+    /// The file sizes of the searchable records, summed (what `[memory] max_bytes` limits),
+    /// from the segment's header and the delta: no record file and no docs table is read.
+    pub fn live_bytes(&self) -> u64 {
+        let mut bytes = self.segment.as_ref().map_or(0, Segment::live_bytes);
+        for was in self.delta.replaced.values().filter(|w| w.searchable) {
+            bytes = bytes.saturating_sub(was.bytes);
+        }
+        for doc in self.delta.docs.values().flatten() {
+            if doc.meta.searchable {
+                bytes += doc.stamp.size;
+            }
+        }
+        bytes
+    }
+
     /// The best `limit` searchable records for the query terms `hashes` (the first `asked` of
     /// them what the query asked, the rest what synonyms added), by BM25 times the
     /// record's boost, plus any tied with the last of them, best first (ties: newer, then id).
@@ -530,11 +545,12 @@ impl<T: Record> Index<T> {
         let Some(slot) = segment.find(id)? else {
             return Ok(None);
         };
-        let (_, _, meta) = segment.doc(slot)?;
+        let (_, stamp, meta) = segment.doc(slot)?;
         Ok(Some(Was {
             slot,
             len: meta.len,
             searchable: meta.searchable,
+            bytes: stamp.size,
         }))
     }
 

@@ -4,8 +4,8 @@
 //! the session index reads one short region.
 //!
 //! ```text
-//! header     128 bytes: magic, version, kind, segment id, counts, region offsets, the folder's
-//!            stamp the segment reflects
+//! header     136 bytes: magic, version, kind, segment id, counts, region offsets, the folder's
+//!            stamp the segment reflects, the searchable records' file bytes (the budget's total)
 //! docs       64 bytes per record, in id order (a record's slot is its position)
 //! ids        hash table, id -> slot + 1 (0 is empty), linear probing
 //! terms      hash table, 16 bytes a bucket: term hash, first posting, posting count
@@ -27,8 +27,10 @@ use anyhow::{Context, bail};
 use super::doc::{DocMeta, Stamp, term_hash};
 
 const MAGIC: &[u8; 8] = b"MLSEG\0\0\x01";
-const VERSION: u32 = 1;
-const HEADER: u64 = 128;
+/// 2: the header holds the searchable records' file bytes (`live_bytes`); a segment of another
+/// version is not opened, so the next look rebuilds it from the files.
+const VERSION: u32 = 2;
+const HEADER: u64 = 136;
 const DOC: u64 = 64;
 const BUCKET: u64 = 16;
 const POSTING: u64 = 12;
@@ -87,6 +89,8 @@ struct Header {
     n_docs: u32,
     n_live: u32,
     total_len: u64,
+    /// The file sizes of the searchable records, summed: what `[memory] max_bytes` limits.
+    live_bytes: u64,
     term_buckets: u32,
     id_buckets: u32,
     off_docs: u64,
@@ -155,6 +159,7 @@ impl Segment {
             n_docs: u32_at(&raw, 24),
             n_live: u32_at(&raw, 28),
             total_len: u64_at(&raw, 32),
+            live_bytes: u64_at(&raw, 128),
             term_buckets: u32_at(&raw, 40),
             id_buckets: u32_at(&raw, 44),
             off_docs: u64_at(&raw, 48),
@@ -204,6 +209,11 @@ impl Segment {
     /// Searchable records and the sum of their lengths (BM25's collection statistics).
     pub fn live(&self) -> (u32, u64) {
         (self.header.n_live, self.header.total_len)
+    }
+
+    /// The file sizes of the searchable records, summed.
+    pub fn live_bytes(&self) -> u64 {
+        self.header.live_bytes
     }
 
     /// The folder stamp the segment reflects, `None` when it covers only part of the folder.
@@ -401,7 +411,7 @@ impl Segment {
         let mut strings: Vec<u8> = Vec::new();
         let mut docs: Vec<u8> = Vec::with_capacity(entries.len() * DOC as usize);
         let mut ids = vec![0u32; id_buckets];
-        let (mut n_live, mut total_len) = (0u32, 0u64);
+        let (mut n_live, mut total_len, mut live_bytes) = (0u32, 0u64, 0u64);
         for (slot, entry) in entries.iter().enumerate() {
             let slot = slot as u32;
             let meta = entry.doc;
@@ -431,6 +441,7 @@ impl Segment {
             if meta.searchable {
                 n_live += 1;
                 total_len += u64::from(meta.len);
+                live_bytes += entry.stamp.size;
             }
         }
         let term_buckets = (by_term.len() * 2 + 2).next_power_of_two();
@@ -501,6 +512,7 @@ impl Segment {
             header[112..120].copy_from_slice(&stamp.ino.to_le_bytes());
             header[120..128].copy_from_slice(&(stamp.mtime_ns as i64).to_le_bytes());
         }
+        header[128..136].copy_from_slice(&live_bytes.to_le_bytes());
 
         let mut tmp = tempfile::NamedTempFile::new_in(path.parent().unwrap_or(Path::new(".")))
             .context("could not create the index segment")?;
