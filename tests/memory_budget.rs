@@ -38,6 +38,7 @@ fn note(seed: usize) -> NewNote {
         importance: (seed % 10 + 1) as u8,
         tags: vec!["budget".into(), format!("fact{seed}")],
         task_id: None,
+        key: None,
     }
 }
 

@@ -4,11 +4,12 @@
 //! (`crate::hook`) and `memloop memory` are its faces.
 //!
 //! Rooms: `record` (the file format of notes and routes), `ids` (ids and timestamps), `budget`
-//! (what the notes may take), `store`
+//! (what the notes may take), `duplicate` (whether two notes say the same), `store`
 //! (the notes of one repository: reading, writing under the lock, the derived cache), `search`
 //! (ranking), `session` (the session-start index) and `recall` (the notes that match a prompt).
 
 pub mod budget;
+pub mod duplicate;
 pub mod ids;
 pub mod index;
 pub mod recall;

@@ -13,12 +13,13 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 
 use super::budget::{Budget, refusal};
+use super::duplicate::{Profile, difference, same_fact};
 use super::ids::{new_id, now_millis, timestamp};
 use super::index::delta::Change as IndexChange;
-use super::index::doc::{Doc, DocMeta, Stamp};
+use super::index::doc::{Doc, DocMeta, Stamp, key_term, term_hash};
 use super::index::{Index, Skipped, read_record};
 use super::record::{Note, Record, Route};
-use super::search::{Terms, query_hashes};
+use super::search::{Terms, asked_terms, query_hashes};
 use crate::files::{FileLock, write_atomic_with as write_atomic};
 
 pub const MEMLOOP_DIR: &str = ".memloop";
@@ -205,7 +206,39 @@ pub struct NewNote {
     pub importance: u8,
     pub tags: Vec<String>,
     pub task_id: Option<String>,
+    /// What the note is about (`vat-rounding`): a note stored under a key replaces the note
+    /// that has it.
+    pub key: Option<String>,
 }
+
+/// What a store did with a new note.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stored {
+    /// Nothing said it yet: a note of its own.
+    Added(String),
+    /// The note `0` said the same (near-identical text, or the same key and the same fact): it
+    /// now holds the new text, and no second note was added.
+    Merged(String),
+    /// The note `0` had the same key and said something else: the new text replaced it (the
+    /// old one stays in git history).
+    Replaced(String),
+}
+
+impl Stored {
+    pub fn id(&self) -> &str {
+        match self {
+            Stored::Added(id) | Stored::Merged(id) | Stored::Replaced(id) => id,
+        }
+    }
+}
+
+/// How many tags a merged note keeps at most (the tool takes two to five per store).
+const MERGED_TAGS: usize = 8;
+/// How many of the best matches a store compares its text with.
+const DUPLICATE_CANDIDATES: usize = 5;
+/// How many of a new note's rarest words look for those matches: what it shares with a note
+/// that says the same.
+const DUPLICATE_WORDS: usize = 10;
 
 /// How a store is opened.
 #[derive(Debug, Clone, Copy, Default)]
@@ -442,24 +475,103 @@ impl Store {
         self.base.parent().unwrap_or(&self.base)
     }
 
-    /// Stores a new note, or refuses (touching nothing) when it would pass the budget.
+    /// Stores a new note and returns the id of the note that holds it (see [`Store::store`]).
     pub fn store_note(&mut self, new: NewNote) -> anyhow::Result<String> {
+        self.store(new).map(|stored| stored.id().to_owned())
+    }
+
+    /// Stores a new note: into the note that already says it (or has its key) when there is
+    /// one, else as a note of its own; refused, touching nothing, when it would pass the
+    /// budget.
+    pub fn store(&mut self, new: NewNote) -> anyhow::Result<Stored> {
         self.write_with(|store| {
             let budget = store.budget;
-            let id = store.notes.fresh_id();
-            let note = Note {
-                content: new.content,
-                category: new.category,
-                importance: new.importance,
-                tags: new.tags,
-                task_id: new.task_id,
-                created: timestamp(now_millis()),
-                forgotten: None,
-                extra: Vec::new(),
+            let now = timestamp(now_millis());
+            let (id, note, stored) = match store.duplicate_of(&new)? {
+                Some((id, old, same_fact)) => {
+                    let note = rewritten(old, new, same_fact, now);
+                    let stored = if same_fact {
+                        Stored::Merged(id.clone())
+                    } else {
+                        Stored::Replaced(id.clone())
+                    };
+                    (id, note, stored)
+                }
+                None => {
+                    let id = store.notes.fresh_id();
+                    let note = Note {
+                        content: new.content,
+                        category: new.category,
+                        importance: new.importance,
+                        tags: new.tags,
+                        key: new.key,
+                        task_id: new.task_id,
+                        created: now,
+                        updated: None,
+                        forgotten: None,
+                        extra: Vec::new(),
+                    };
+                    (id.clone(), note, Stored::Added(id))
+                }
             };
             store.notes.write_within(&id, &note, &budget)?;
-            Ok(id)
+            Ok(stored)
         })
+    }
+
+    /// The searchable note a new note belongs in, and whether it says the same fact: the note
+    /// with its key (any content), else the first of the best matches of its rarest words
+    /// that says the same (`super::duplicate`). A note with another key is never chosen.
+    pub fn duplicate_of(&self, new: &NewNote) -> anyhow::Result<Option<(String, Note, bool)>> {
+        if let Some(key) = &new.key {
+            let mut keyed: Vec<(String, Note)> = self
+                .notes
+                .index
+                .holding(key_term(key))?
+                .into_iter()
+                .filter_map(|id| self.notes.get(&id).map(|note| (id, note)))
+                .filter(|(_, note)| note.searchable())
+                .collect();
+            // Two notes with one key (a merge of two branches): the newest is the one to keep.
+            keyed.sort_by(|a, b| b.1.at().cmp(a.1.at()).then_with(|| b.0.cmp(&a.0)));
+            if let Some((id, note)) = keyed.into_iter().next() {
+                let same = same_fact(&new.content, &note.content);
+                return Ok(Some((id, note, same)));
+            }
+        }
+        let mut words: Vec<(usize, u64)> = Vec::new();
+        for term in asked_terms(&new.content) {
+            let hash = term_hash(&term);
+            let df = self.notes.index.df(hash)?;
+            if df > 0 {
+                words.push((df, hash));
+            }
+        }
+        words.sort_unstable();
+        words.truncate(DUPLICATE_WORDS);
+        let hashes: Vec<u64> = words.into_iter().map(|(_, hash)| hash).collect();
+        if hashes.is_empty() {
+            return Ok(None);
+        }
+        let profile = Profile::of(&new.content);
+        let hits = self
+            .notes
+            .index
+            .search(&hashes, hashes.len(), DUPLICATE_CANDIDATES)?;
+        for hit in hits.into_iter().take(DUPLICATE_CANDIDATES) {
+            let Some(note) = self.notes.get(&hit.id) else {
+                continue;
+            };
+            let other_key =
+                matches!((&new.key, &note.key), (Some(a), Some(b)) if key_term(a) != key_term(b));
+            if note.searchable()
+                && !other_key
+                && difference(&profile, &Profile::of(&note.content)).is_none()
+            {
+                return Ok(Some((hit.id, note, true)));
+            }
+        }
+        Ok(None)
     }
 
     /// Forgets (`forget = true`) or restores a note; the file stays either way. A restore that
@@ -526,6 +638,37 @@ impl Store {
     /// Where a record's file lives, relative to the repository, for answers a human may follow.
     pub fn relative_path<T: Record>(id: &str) -> String {
         format!("{MEMLOOP_DIR}/memory/{}/{id}.md", T::FOLDER)
+    }
+}
+
+/// The note `old` rewritten with what `new` says, written `now`. The same fact keeps what the
+/// old note knew too (the higher importance, its tags); a correction under the same key takes
+/// the new note's. Either way the note keeps its id, its creation time and a reviewer's extra
+/// lines.
+fn rewritten(old: Note, new: NewNote, same_fact: bool, now: String) -> Note {
+    let (importance, tags) = if same_fact {
+        let mut tags = old.tags.clone();
+        for tag in new.tags {
+            if !tags.iter().any(|t| t.eq_ignore_ascii_case(&tag)) {
+                tags.push(tag);
+            }
+        }
+        tags.truncate(MERGED_TAGS.max(old.tags.len()));
+        (old.importance.max(new.importance), tags)
+    } else {
+        (new.importance, new.tags)
+    };
+    Note {
+        content: new.content,
+        category: new.category,
+        importance,
+        tags,
+        key: new.key.or(old.key),
+        task_id: new.task_id.or(old.task_id),
+        created: old.created,
+        updated: Some(now),
+        forgotten: None,
+        extra: old.extra,
     }
 }
 

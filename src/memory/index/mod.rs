@@ -249,6 +249,43 @@ impl<T: Record> Index<T> {
         bytes
     }
 
+    /// About how many searchable records hold the term `hash` (the segment's count, which
+    /// records replaced since may still be in, plus the delta's): enough to tell a rare word
+    /// from a common one without reading postings.
+    pub fn df(&self, hash: u64) -> anyhow::Result<usize> {
+        let stored = match &self.segment {
+            Some(segment) => segment.count(hash)? as usize,
+            None => 0,
+        };
+        let fresh = self
+            .delta
+            .docs
+            .values()
+            .flatten()
+            .filter(|d| d.meta.searchable && d.terms.iter().any(|(h, _)| *h == hash))
+            .count();
+        Ok(stored + fresh)
+    }
+
+    /// The ids of the searchable records that hold the term `hash` (a key's term, which only
+    /// a few records hold).
+    pub fn holding(&self, hash: u64) -> anyhow::Result<Vec<String>> {
+        let mut ids = Vec::new();
+        if let Some(segment) = &self.segment {
+            for posting in segment.postings(hash)? {
+                if !self.delta.replaced.contains_key(&posting.slot) {
+                    ids.push(segment.doc(posting.slot)?.0);
+                }
+            }
+        }
+        for doc in self.delta.docs.values().flatten() {
+            if doc.meta.searchable && doc.terms.iter().any(|(h, _)| *h == hash) {
+                ids.push(doc.id.clone());
+            }
+        }
+        Ok(ids)
+    }
+
     /// The best `limit` searchable records for the query terms `hashes` (the first `asked` of
     /// them what the query asked, the rest what synonyms added), by BM25 times the
     /// record's boost, plus any tied with the last of them, best first (ties: newer, then id).

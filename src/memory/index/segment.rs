@@ -335,6 +335,23 @@ impl Segment {
         Ok(Vec::new())
     }
 
+    /// How many records hold the term with hash `hash`, without reading its postings.
+    pub fn count(&self, hash: u64) -> anyhow::Result<u32> {
+        let h = &self.header;
+        let mask = u64::from(h.term_buckets) - 1;
+        let hash = nonzero(hash);
+        let mut at = hash & mask;
+        for _ in 0..h.term_buckets {
+            let raw = self.read(h.off_terms + at * BUCKET, BUCKET)?;
+            match u64_at(&raw, 0) {
+                0 => return Ok(0),
+                found if found == hash => return Ok(u32_at(&raw, 12)),
+                _ => at = (at + 1) & mask,
+            }
+        }
+        Ok(0)
+    }
+
     /// Every posting by term hash, for merging.
     pub fn all_postings(&self) -> anyhow::Result<Vec<(u64, Vec<Posting>)>> {
         let h = &self.header;
