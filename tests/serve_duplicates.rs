@@ -111,6 +111,16 @@ async fn a_correction_under_the_same_key_replaces_the_note() {
     .await;
     assert_eq!(found["notes"].as_array().unwrap().len(), 1, "{found}");
     assert_eq!(found["notes"][0]["key"], json!("VAT rounding"), "{found}");
+    // A person sees the key and when the note was rewritten.
+    let shown = std::process::Command::new(env!("CARGO_BIN_EXE_memloop"))
+        .args(["memory", "show", &id])
+        .current_dir(repo.path())
+        .env_remove("MEMLOOP_ROOT")
+        .output()
+        .unwrap();
+    let shown = String::from_utf8(shown.stdout).unwrap();
+    assert!(shown.contains("key:        VAT rounding\n"), "{shown}");
+    assert!(shown.contains("\nupdated:    2"), "{shown}");
 
     let message = err(
         &server,

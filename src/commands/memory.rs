@@ -339,6 +339,12 @@ fn note_json(id: &str, note: &Note) -> Value {
     if let Some(task) = &note.task_id {
         value["task_id"] = json!(task);
     }
+    if let Some(key) = &note.key {
+        value["key"] = json!(key);
+    }
+    if let Some(updated) = &note.updated {
+        value["updated"] = json!(updated);
+    }
     value
 }
 
@@ -460,10 +466,16 @@ fn show_note(format: Format, id: &str, note: &Note) -> String {
         note.importance,
         field(&note.tags.join(", ")),
     );
+    if let Some(key) = &note.key {
+        out.push_str(&format!("key:        {}\n", field(key)));
+    }
     if let Some(task) = &note.task_id {
         out.push_str(&format!("task_id:    {}\n", field(task)));
     }
     out.push_str(&format!("created:    {}\n", field(&note.created)));
+    if let Some(at) = &note.updated {
+        out.push_str(&format!("updated:    {}\n", field(at)));
+    }
     if let Some(at) = &note.forgotten {
         out.push_str(&format!(
             "forgotten:  {} (`memloop memory restore {id}` brings it back)\n",
