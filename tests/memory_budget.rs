@@ -39,6 +39,7 @@ fn note(seed: usize) -> NewNote {
         tags: vec!["budget".into(), format!("fact{seed}")],
         task_id: None,
         key: None,
+        paths: Vec::new(),
     }
 }
 

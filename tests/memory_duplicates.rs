@@ -40,6 +40,7 @@ fn note(content: &str, importance: u8, tags: &[&str], key: Option<&str>) -> NewN
         tags: tags.iter().map(|t| (*t).to_owned()).collect(),
         task_id: None,
         key: key.map(str::to_owned),
+        paths: Vec::new(),
     }
 }
 
@@ -173,4 +174,42 @@ fn the_same_key_replaces_the_note_and_another_key_never_merges() {
         .unwrap();
     assert_eq!(last, Stored::Replaced(fresh.id().to_owned()));
     assert!(read(root, fresh.id()).at() > read(root, fresh.id()).created.as_str());
+}
+
+#[test]
+fn a_merged_note_keeps_the_files_it_is_about_and_is_fresh_again() {
+    let dir = repo();
+    let root = dir.path();
+    fs::create_dir_all(root.join("src")).unwrap();
+    fs::write(root.join("src/tax.py"), "def vat(line): ...\n").unwrap();
+    let mut store = Store::open(root).unwrap();
+    let id = store
+        .store_note(note(
+            "Spanish VAT is rounded per line in `src/tax.py`, not per order total: rounding the \
+             total is a cent off on multi-item orders.",
+            7,
+            &["vat", "checkout"],
+            None,
+        ))
+        .unwrap();
+    let before = read(root, &id).about;
+    assert_eq!(before.len(), 1, "{before:?}");
+    fs::write(root.join("src/tax.py"), "def vat(line): round(line)\n").unwrap();
+    let again = store
+        .store(note(
+            "Spanish VAT is rounded per line, not per order total: rounding the total is a cent \
+             off on multi-item orders.",
+            5,
+            &["vat"],
+            None,
+        ))
+        .unwrap();
+    assert_eq!(again, Stored::Merged(id.clone()));
+    let after = read(root, &id).about;
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert_eq!(after[0].0, "src/tax.py");
+    assert_ne!(
+        after[0].1, before[0].1,
+        "the file is looked at again: the note is fresh"
+    );
 }

@@ -72,6 +72,8 @@ impl Repo {
             created: created.into(),
             updated: None,
             forgotten: None,
+            about: Vec::new(),
+            commit: None,
             extra: Vec::new(),
         };
         fs::write(self.notes().join(format!("{id}.md")), note.render()).unwrap();
@@ -97,6 +99,7 @@ fn new_note(seed: usize) -> NewNote {
         tags: vec![WORDS[seed % WORDS.len()].into(), "bench".into()],
         task_id: None,
         key: None,
+        paths: Vec::new(),
     }
 }
 

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use crate::config::Config;
 use crate::memory::record::{Note, Record, Route, Unreadable, read_all};
 use crate::memory::session::{self, session_text};
+use crate::memory::stale::{Checker, Stale};
 use crate::memory::store::{Change, MEMLOOP_DIR, Store};
 use crate::text::{Lines, printable};
 
@@ -46,6 +47,9 @@ enum MemoryCommand {
         /// Only the forgotten notes.
         #[arg(long, conflicts_with = "all")]
         forgotten: bool,
+        /// Only the notes whose files changed since they were written (possibly stale).
+        #[arg(long)]
+        stale: bool,
         /// At most this many notes.
         #[arg(long, value_name = "N")]
         limit: Option<usize>,
@@ -99,6 +103,7 @@ pub fn run(args: MemoryArgs) -> anyhow::Result<ExitCode> {
         MemoryCommand::List {
             all,
             forgotten,
+            stale,
             limit,
         } => {
             // Chosen and ordered from the index; only the notes listed are read.
@@ -114,12 +119,17 @@ pub fn run(args: MemoryArgs) -> anyhow::Result<ExitCode> {
                 .map(|(id, meta)| (id, meta.at_ms))
                 .collect();
             chosen.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-            chosen.truncate(limit.unwrap_or(usize::MAX));
-            let notes: Vec<(String, Note)> = chosen
+            if !stale {
+                chosen.truncate(limit.unwrap_or(usize::MAX));
+            }
+            let mut checker = store.stale_checker();
+            let mut notes: Vec<(String, Note)> = chosen
                 .into_iter()
                 .filter_map(|(id, _)| store.notes.get(&id).map(|note| (id, note)))
+                .filter(|(_, note)| !stale || checker.check(note).is_some())
                 .collect();
-            let routes: Vec<(String, Route)> = if forgotten {
+            notes.truncate(limit.unwrap_or(usize::MAX));
+            let routes: Vec<(String, Route)> = if forgotten || stale {
                 Vec::new()
             } else {
                 store
@@ -133,7 +143,7 @@ pub fn run(args: MemoryArgs) -> anyhow::Result<ExitCode> {
             let notes: Vec<(&str, &Note)> = notes.iter().map(|(id, n)| (id.as_str(), n)).collect();
             let routes: Vec<(&str, &Route)> =
                 routes.iter().map(|(id, r)| (id.as_str(), r)).collect();
-            let mut out = listing(format, &notes, &routes);
+            let mut out = listing(format, &notes, &routes, &mut checker);
             if format == Format::Json {
                 let mut answer: Value = serde_json::from_str(&out)?;
                 answer["unreadable"] = json!(
@@ -164,11 +174,12 @@ pub fn run(args: MemoryArgs) -> anyhow::Result<ExitCode> {
                 notes.iter().map(|f| (f.id.as_str(), &f.record)).collect();
             let routes: Vec<(&str, &Route)> =
                 routes.iter().map(|f| (f.id.as_str(), &f.record)).collect();
-            listing(format, &notes, &routes)
+            listing(format, &notes, &routes, &mut store.stale_checker())
         }
         MemoryCommand::Show { id } => {
             if let Some(note) = store.notes.get(&id) {
-                show_note(format, &id, &note)
+                let stale = store.stale_checker().check(&note);
+                show_note(format, &id, &note, stale.as_ref())
             } else if let Some(route) = store.routes.get(&id) {
                 show_route(format, &id, &route)
             } else {
@@ -324,7 +335,7 @@ fn forget(store: &mut Store, format: Format, id: &str, forget: bool) -> anyhow::
     })
 }
 
-fn note_json(id: &str, note: &Note) -> Value {
+fn note_json(id: &str, note: &Note, stale: Option<&Stale>) -> Value {
     let mut value = json!({
         "id": id,
         "kind": "note",
@@ -345,6 +356,12 @@ fn note_json(id: &str, note: &Note) -> Value {
     if let Some(updated) = &note.updated {
         value["updated"] = json!(updated);
     }
+    if !note.about.is_empty() {
+        let paths: Vec<&str> = note.about.iter().map(|(path, _)| path.as_str()).collect();
+        value["paths"] = json!(paths);
+        value["commit"] = json!(note.commit);
+        value["stale"] = json!(stale.map(Stale::describe));
+    }
     value
 }
 
@@ -361,10 +378,18 @@ fn route_json(id: &str, route: &Route) -> Value {
     })
 }
 
-fn listing(format: Format, notes: &[(&str, &Note)], routes: &[(&str, &Route)]) -> String {
+fn listing(
+    format: Format,
+    notes: &[(&str, &Note)],
+    routes: &[(&str, &Route)],
+    checker: &mut Checker<'_>,
+) -> String {
     if format == Format::Json {
         let answer = json!({
-            "notes": notes.iter().map(|(id, n)| note_json(id, n)).collect::<Vec<_>>(),
+            "notes": notes
+                .iter()
+                .map(|(id, n)| note_json(id, n, checker.check(n).as_ref()))
+                .collect::<Vec<_>>(),
             "routes": routes.iter().map(|(id, r)| route_json(id, r)).collect::<Vec<_>>(),
         });
         return format!("{}\n", serde_json::to_string_pretty(&answer).expect("JSON"));
@@ -379,12 +404,17 @@ fn listing(format: Format, notes: &[(&str, &Note)], routes: &[(&str, &Route)]) -
         } else {
             ""
         };
+        let stale = if checker.check(note).is_some() {
+            "[possibly stale] "
+        } else {
+            ""
+        };
         rows.push([
             (*id).to_owned(),
             note.category.clone(),
             note.importance.to_string(),
             date(&note.created),
-            format!("{gone}{}", session::title(&note.content)),
+            format!("{gone}{stale}{}", session::title(&note.content)),
         ]);
     }
     for (id, route) in routes {
@@ -452,11 +482,11 @@ fn date(timestamp: &str) -> String {
     timestamp.get(..10).unwrap_or(timestamp).to_owned()
 }
 
-fn show_note(format: Format, id: &str, note: &Note) -> String {
+fn show_note(format: Format, id: &str, note: &Note, stale: Option<&Stale>) -> String {
     if format == Format::Json {
         return format!(
             "{}\n",
-            serde_json::to_string_pretty(&note_json(id, note)).expect("JSON")
+            serde_json::to_string_pretty(&note_json(id, note, stale)).expect("JSON")
         );
     }
     let mut out = format!(
@@ -475,6 +505,16 @@ fn show_note(format: Format, id: &str, note: &Note) -> String {
     out.push_str(&format!("created:    {}\n", field(&note.created)));
     if let Some(at) = &note.updated {
         out.push_str(&format!("updated:    {}\n", field(at)));
+    }
+    if !note.about.is_empty() {
+        let paths: Vec<&str> = note.about.iter().map(|(path, _)| path.as_str()).collect();
+        out.push_str(&format!("about:      {}\n", field(&paths.join(", "))));
+    }
+    if let Some(commit) = &note.commit {
+        out.push_str(&format!("commit:     {}\n", field(commit)));
+    }
+    if let Some(stale) = stale {
+        out.push_str(&format!("stale:      {}\n", field(&stale.describe())));
     }
     if let Some(at) = &note.forgotten {
         out.push_str(&format!(

@@ -331,12 +331,12 @@ impl TomlDoc {
                     col,
                     format!(
                         "`{}` is {}, not a table",
-                        path[..=depth].join("."),
+                        dotted(&path[..=depth]),
                         kind_of(item)
                     ),
                     format!(
                         "make it a table (`[{}]`) by hand, or remove it, then run memloop again",
-                        path[..=depth].join(".")
+                        dotted(&path[..=depth])
                     ),
                 ));
             }
@@ -750,7 +750,7 @@ mod tests {
             (
                 "model = \"m\"\n\n[projects]\n\"/r\" = \"trusted\"\n",
                 "c.toml:4:1:",
-                "`projects./r` is a string, not a table",
+                "`projects.\"/r\"` is a string, not a table",
             ),
             (
                 "a = 1\nprojects = [[1]]\n",
@@ -765,12 +765,12 @@ mod tests {
             (
                 "x = 1\nprojects.\"/r\" = true\n",
                 "c.toml:2:10:",
-                "`projects./r` is a boolean, not a table",
+                "`projects.\"/r\"` is a boolean, not a table",
             ),
             (
                 "projects = { \"/r\" = 1 }\n",
                 "c.toml:1:14:",
-                "`projects./r` is an integer, not a table",
+                "`projects.\"/r\"` is an integer, not a table",
             ),
         ] {
             let mut doc = TomlDoc::parse(text, "c.toml").unwrap();
@@ -780,6 +780,13 @@ mod tests {
                 .to_string();
             assert!(err.starts_with(at), "{text:?}: {err}");
             assert!(err.contains(problem), "{text:?}: {err}");
+            // The hint's header is one a person can paste.
+            let header = if problem.contains("/r") {
+                "[projects.\"/r\"]"
+            } else {
+                "[projects]"
+            };
+            assert!(err.contains(&format!("(`{header}`)")), "{text:?}: {err}");
         }
     }
 

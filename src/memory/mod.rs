@@ -10,12 +10,14 @@
 
 pub mod budget;
 pub mod duplicate;
+mod front_matter;
 pub mod ids;
 pub mod index;
 pub mod recall;
 pub mod record;
 pub mod search;
 pub mod session;
+pub mod stale;
 pub mod store;
 mod synonyms;
 

@@ -99,9 +99,13 @@ pub fn recall(store: &mut Store, prompt: &str, opts: &Options) -> Recall {
         return recall;
     }
     let mut text = String::from(HEADER);
+    let mut stale = store.stale_checker();
     for (id, note, relevance, fingerprint) in chosen {
         let file = Store::relative_path::<Note>(&id);
-        let head = format!("\n{} [{id}] in {file}:\n", category(&note.category));
+        let mut head = format!("\n{} [{id}] in {file}:\n", category(&note.category));
+        if let Some(stale) = stale.check(&note) {
+            head.push_str(&format!("({})\n", clean(&stale.describe())));
+        }
         let body = clean(&note.content);
         let body = body.trim_end();
         let room = opts.cap.saturating_sub(text.len() + head.len());
@@ -348,6 +352,7 @@ mod tests {
                         tags: tags.iter().map(|t| (*t).to_owned()).collect(),
                         task_id: None,
                         key: None,
+                        paths: Vec::new(),
                     })
                     .unwrap()
             })

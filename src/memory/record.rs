@@ -9,8 +9,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::secrets::{Syntax, in_args};
-use saphyr::{LoadableYamlNode, MarkedYaml, Marker, Scalar, YamlData};
 
+pub use super::front_matter::Unreadable;
+use super::front_matter::{FrontMatter, quote, quote_list};
 use super::session::title;
 
 /// What a note is about; the first two words of each are what the model picks from.
@@ -32,6 +33,10 @@ pub struct Note {
     pub updated: Option<String>,
     /// Set when the note was forgotten: it stays on disk for `memory_restore`, out of every query.
     pub forgotten: Option<String>,
+    /// The files the note is about, each with a fingerprint of its content when the note was
+    /// written (see [`super::stale`]), and the commit checked out then.
+    pub about: Vec<(String, String)>,
+    pub commit: Option<String>,
     pub extra: Vec<String>,
 }
 
@@ -145,11 +150,15 @@ impl Record for Note {
             created: String::new(),
             updated: None,
             forgotten: None,
+            about: Vec::new(),
+            commit: None,
             extra: Vec::new(),
         };
         for field in doc.fields {
             match field.key.as_str() {
                 "category" => note.category = field.text()?,
+                "about" => note.about = field.map()?,
+                "commit" => note.commit = Some(field.text()?),
                 "importance" => note.importance = field.importance()?,
                 "tags" => note.tags = field.list()?,
                 "key" => note.key = Some(field.text()?),
@@ -200,6 +209,15 @@ impl Record for Note {
         let _ = writeln!(out, "created: {}", quote(&self.created));
         if let Some(at) = &self.updated {
             let _ = writeln!(out, "updated: {}", quote(at));
+        }
+        if let Some(commit) = &self.commit {
+            let _ = writeln!(out, "commit: {}", quote(commit));
+        }
+        if !self.about.is_empty() {
+            out.push_str("about:\n");
+            for (path, fingerprint) in &self.about {
+                let _ = writeln!(out, "  {}: {}", quote(path), quote(fingerprint));
+            }
         }
         if let Some(at) = &self.forgotten {
             let _ = writeln!(out, "forgotten: {}", quote(at));
@@ -337,44 +355,6 @@ impl Record for Route {
     }
 }
 
-/// Why a record's file cannot be read, and where (1-based line and column in the file), with
-/// what to do about it. `memloop doctor` reports it as `file:line:col`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unreadable {
-    pub line: usize,
-    pub column: usize,
-    pub problem: String,
-    pub hint: String,
-}
-
-impl Unreadable {
-    fn new(
-        line: usize,
-        column: usize,
-        problem: impl Into<String>,
-        hint: impl Into<String>,
-    ) -> Self {
-        Unreadable {
-            line,
-            column,
-            problem: problem.into(),
-            hint: hint.into(),
-        }
-    }
-}
-
-impl std::fmt::Display for Unreadable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "line {}, column {}: {}; {}",
-            self.line, self.column, self.problem, self.hint
-        )
-    }
-}
-
-impl std::error::Error for Unreadable {}
-
 /// Every record file in `dir` (`<id>.md`, by id), read: the record, or what is wrong with the
 /// file and where. For the checks a person sees (`memloop doctor`, `memloop memory list`); the
 /// store keeps its own view.
@@ -425,245 +405,6 @@ pub fn read_file<T: Record>(path: &Path) -> Result<T, Unreadable> {
     })
 }
 
-/// A top-level field of the front matter as YAML reads it.
-struct Field {
-    key: String,
-    /// Where the value starts (1-based, in the file), for errors about it.
-    line: usize,
-    column: usize,
-    value: FieldValue,
-    /// The field's lines as written, comments inside it included: kept verbatim when this
-    /// build does not know the key.
-    raw: String,
-}
-
-enum FieldValue {
-    /// Empty (`key:` or `key: ~`).
-    Null,
-    /// A scalar as its text: a quoted string's value, a plain scalar as written (`0x1F` stays
-    /// `0x1F`, not 31).
-    Text(String),
-    List(Vec<String>),
-    /// A mapping, or a list holding one.
-    Nested,
-}
-
-impl Field {
-    fn error(&self, problem: String, hint: &str) -> Unreadable {
-        Unreadable::new(
-            self.line,
-            self.column,
-            format!("{}: {problem}", self.key),
-            hint,
-        )
-    }
-
-    fn text(&self) -> Result<String, Unreadable> {
-        match &self.value {
-            FieldValue::Text(text) => Ok(text.clone()),
-            FieldValue::Null => Err(self.error("is empty".into(), "give it a value")),
-            FieldValue::List(_) | FieldValue::Nested => Err(self.error(
-                "want a single value, got a list or a mapping".into(),
-                "write it on one line as `key: value`",
-            )),
-        }
-    }
-
-    fn importance(&self) -> Result<u8, Unreadable> {
-        let text = self.text()?;
-        text.parse::<u8>()
-            .ok()
-            .filter(|n| (1..=10).contains(n))
-            .ok_or_else(|| {
-                self.error(
-                    format!("want a whole number from 1 to 10, got {text:?}"),
-                    "most notes are 4 to 6",
-                )
-            })
-    }
-
-    /// A list in either style (`[a, b]` or one `- a` per line); one value reads as a list of one.
-    fn list(&self) -> Result<Vec<String>, Unreadable> {
-        match &self.value {
-            FieldValue::List(items) => Ok(items.clone()),
-            FieldValue::Text(text) => Ok(vec![text.clone()]),
-            FieldValue::Null => Ok(Vec::new()),
-            FieldValue::Nested => Err(self.error(
-                "want a list of words, got a mapping".into(),
-                "write it as `[a, b]` or one `- item` per line",
-            )),
-        }
-    }
-}
-
-struct FrontMatter {
-    fields: Vec<Field>,
-    body: String,
-}
-
-const YAML_HINT: &str = "fix the YAML between the `---` lines: quote a value that holds `: ` or \
-                         ` #`, or starts with one of `[{&*!|>'\"%@`";
-
-impl FrontMatter {
-    /// The fields between the `---` lines, read as YAML, and the body after them.
-    fn split(text: &str) -> Result<FrontMatter, Unreadable> {
-        // A checkout with autocrlf turns the files into CRLF; read them the same.
-        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        // Every CR before a line end goes, not only one: a text of `a\r\r\n` would otherwise
-        // keep a CR that the next write turns into a line end of its own.
-        let mut lines = text.split('\n').map(|l| l.trim_end_matches('\r'));
-        if lines.next() != Some("---") {
-            return Err(Unreadable::new(
-                1,
-                1,
-                "expected `---` opening the front matter",
-                "a note file starts with a `---` line, its fields, and another `---` line \
-                 before the text",
-            ));
-        }
-        let mut yaml_lines: Vec<&str> = Vec::new();
-        let mut closed = false;
-        for line in lines.by_ref() {
-            if line == "---" {
-                closed = true;
-                break;
-            }
-            yaml_lines.push(line);
-        }
-        if !closed {
-            return Err(Unreadable::new(
-                yaml_lines.len() + 1,
-                1,
-                "no closing `---` after the front matter",
-                "end the fields with a `---` line before the text",
-            ));
-        }
-        let body = lines.collect::<Vec<_>>().join("\n").trim().to_owned();
-        let fields = fields(&yaml_lines)?;
-        Ok(FrontMatter { fields, body })
-    }
-}
-
-/// The top-level fields of the front matter (its lines, the file's second line first).
-fn fields(lines: &[&str]) -> Result<Vec<Field>, Unreadable> {
-    // Positions in the YAML text are one line below in the file (the opening `---`).
-    let at = |marker: &Marker| (marker.line() + 1, marker.col() + 1);
-    let yaml = lines.join("\n") + "\n";
-    let docs = MarkedYaml::load_from_str(&yaml).map_err(|err| {
-        let (line, column) = at(err.marker());
-        Unreadable::new(line, column, err.info(), YAML_HINT)
-    })?;
-    let chars: Vec<char> = yaml.chars().collect();
-    let source = |node: &MarkedYaml| -> String {
-        let end = node.span.end.index().min(chars.len());
-        chars[node.span.start.index().min(end)..end]
-            .iter()
-            .collect()
-    };
-    let map = match docs.first().map(|doc| &doc.data) {
-        None | Some(YamlData::Value(Scalar::Null)) => return Ok(Vec::new()),
-        Some(YamlData::Mapping(map)) => map,
-        Some(_) => {
-            let (line, column) = at(&docs[0].span.start);
-            return Err(Unreadable::new(
-                line,
-                column,
-                "the front matter is not a set of `key: value` fields",
-                YAML_HINT,
-            ));
-        }
-    };
-    let scalar = |node: &MarkedYaml| match &node.data {
-        YamlData::Value(Scalar::String(text)) => Some(text.to_string()),
-        YamlData::Value(Scalar::Null) => None,
-        // Numbers, booleans: as written, so a reviewer's `0x1F` or `1.10` stays what it was.
-        YamlData::Value(_) => Some(source(node).trim().to_owned()),
-        _ => None,
-    };
-    let key_lines: Vec<usize> = map.keys().map(|k| k.span.start.line()).collect();
-    let mut fields = Vec::new();
-    for (i, (key, value)) in map.iter().enumerate() {
-        let YamlData::Value(Scalar::String(name)) = &key.data else {
-            let (line, column) = at(&key.span.start);
-            return Err(Unreadable::new(
-                line,
-                column,
-                "a field name must be a word",
-                YAML_HINT,
-            ));
-        };
-        let (line, column) = at(&value.span.start);
-        let value_data = match &value.data {
-            YamlData::Value(Scalar::Null) => FieldValue::Null,
-            YamlData::Value(_) => FieldValue::Text(scalar(value).unwrap_or_default()),
-            YamlData::Sequence(items) => {
-                let texts: Option<Vec<String>> = items.iter().map(scalar).collect();
-                texts.map_or(FieldValue::Nested, FieldValue::List)
-            }
-            _ => FieldValue::Nested,
-        };
-        // The field's own lines: from its key to the next key (a block list spans several).
-        let first = key.span.start.line() - 1;
-        let next = key_lines.get(i + 1).map_or(lines.len(), |n| n - 1);
-        let raw = if next > first {
-            let mut own = &lines[first..next.min(lines.len())];
-            while let [rest @ .., last] = own
-                && (last.trim().is_empty() || last.trim_start().starts_with('#'))
-                && !rest.is_empty()
-            {
-                own = rest;
-            }
-            own.join("\n")
-        } else {
-            // Several fields on one line (`{a: 1, b: 2}`): the field alone.
-            format!("{name}: {}", source(value).trim())
-        };
-        fields.push(Field {
-            key: name.to_string(),
-            line,
-            column,
-            value: value_data,
-            raw,
-        });
-    }
-    Ok(fields)
-}
-
-/// Bare when a YAML reader would read the same string back; JSON-quoted otherwise.
-fn is_bare(value: &str) -> bool {
-    !value.is_empty()
-        && value.trim() == value
-        && !value.starts_with([
-            '"', '\'', '[', '{', '-', '!', '&', '*', '?', '|', '>', '%', '@', '`', '#',
-        ])
-        && !value.contains([',', '[', ']', '{', '}', '\n', '\r', '\t', '"'])
-        && !value.contains(": ")
-        && !value.contains(" #")
-        && !value.ends_with(':')
-        // Words YAML 1.1 readers turn into booleans or null.
-        && !matches!(
-            value.to_ascii_lowercase().as_str(),
-            "true" | "false" | "null" | "yes" | "no" | "on" | "off" | "y" | "n" | "~"
-        )
-        && value.parse::<f64>().is_err()
-}
-
-fn quote(value: &str) -> String {
-    if is_bare(value) {
-        value.to_owned()
-    } else {
-        serde_json::to_string(value).expect("a string serializes")
-    }
-}
-
-fn quote_list(items: &[String]) -> String {
-    if items.iter().all(|item| is_bare(item)) {
-        format!("[{}]", items.join(", "))
-    } else {
-        serde_json::to_string(items).expect("strings serialize")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -679,6 +420,8 @@ mod tests {
             created: "2026-11-30T09:55:01.123Z".into(),
             updated: None,
             forgotten: None,
+            about: Vec::new(),
+            commit: None,
             extra: Vec::new(),
         }
     }

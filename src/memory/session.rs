@@ -198,6 +198,8 @@ fn index_from(
     );
     let (mut notes_left, mut routes_left) = (notes.total, routes.total);
     let mut shown = 0;
+    // Only the notes shown are looked at: a few file reads, whatever the number of notes.
+    let mut stale = store.stale_checker();
     let mut shown_per_level: std::collections::HashMap<(Kind, u8), usize> = Default::default();
     while shown < candidates.len() {
         if shown == sorted {
@@ -205,7 +207,19 @@ fn index_from(
             sorted = candidates.len();
         }
         let ranked = &candidates[shown];
-        let line = format!("- {} [{}]", ranked.candidate.meta.line, ranked.candidate.id);
+        let mark = match ranked.kind {
+            Kind::Note => store
+                .notes
+                .get(&ranked.candidate.id)
+                .and_then(|note| stale.check(&note))
+                .map(|stale| format!(" ({})", stale.mark()))
+                .unwrap_or_default(),
+            Kind::Route => String::new(),
+        };
+        let line = format!(
+            "- {} [{}]{mark}",
+            ranked.candidate.meta.line, ranked.candidate.id
+        );
         let line = crate::text::printable(&line, crate::text::Lines::One).into_owned();
         let (n, r) = match ranked.kind {
             Kind::Note => (notes_left.saturating_sub(1), routes_left),

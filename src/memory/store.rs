@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{Context, bail};
+use anyhow::{Context, anyhow, bail};
 
 use super::budget::{Budget, refusal};
 use super::duplicate::{Profile, difference, same_fact};
@@ -20,6 +20,7 @@ use super::index::doc::{Doc, DocMeta, Stamp, key_term, term_hash};
 use super::index::{Index, Skipped, read_record};
 use super::record::{Note, Record, Route};
 use super::search::{Terms, asked_terms, query_hashes};
+use super::stale;
 use crate::files::{FileLock, write_atomic_with as write_atomic};
 
 pub const MEMLOOP_DIR: &str = ".memloop";
@@ -200,6 +201,7 @@ pub struct RouteFields {
     pub paths: Option<Vec<String>>,
 }
 
+#[derive(Debug, Default)]
 pub struct NewNote {
     pub content: String,
     pub category: String,
@@ -209,6 +211,8 @@ pub struct NewNote {
     /// What the note is about (`vat-rounding`): a note stored under a key replaces the note
     /// that has it.
     pub key: Option<String>,
+    /// Files the note is about, besides those its text names (see [`super::stale::about`]).
+    pub paths: Vec<String>,
 }
 
 /// What a store did with a new note.
@@ -470,11 +474,6 @@ impl Store {
         Ok(out)
     }
 
-    /// The repository whose memory this is.
-    pub fn root(&self) -> &Path {
-        self.base.parent().unwrap_or(&self.base)
-    }
-
     /// Stores a new note and returns the id of the note that holds it (see [`Store::store`]).
     pub fn store_note(&mut self, new: NewNote) -> anyhow::Result<String> {
         self.store(new).map(|stored| stored.id().to_owned())
@@ -484,12 +483,41 @@ impl Store {
     /// one, else as a note of its own; refused, touching nothing, when it would pass the
     /// budget.
     pub fn store(&mut self, new: NewNote) -> anyhow::Result<Stored> {
+        // Read before the lock: the files' fingerprints, and git for the commit (one call, only
+        // for a note about files). A rewritten note is about the files as they are now.
+        let about = stale::about(self.root(), &new.content, &new.paths).map_err(|e| anyhow!(e))?;
+        let commit = if about.is_empty() {
+            None
+        } else {
+            stale::head_commit(self.root())
+        };
         self.write_with(|store| {
             let budget = store.budget;
             let now = timestamp(now_millis());
             let (id, note, stored) = match store.duplicate_of(&new)? {
                 Some((id, old, same_fact)) => {
-                    let note = rewritten(old, new, same_fact, now);
+                    let (mut about, mut commit) = (about, commit);
+                    // The same fact keeps the files its note was about (those still there),
+                    // looked at again now: the merged note is fresh.
+                    let missing: Vec<&str> = old
+                        .about
+                        .iter()
+                        .map(|(path, _)| path.as_str())
+                        .filter(|path| !about.iter().any(|(p, _)| p == path))
+                        .collect();
+                    if same_fact
+                        && !missing.is_empty()
+                        && let Ok(more) = stale::about(store.root(), &missing.join(" "), &[])
+                    {
+                        about.extend(more);
+                        about.truncate(stale::MAX_PATHS);
+                        if commit.is_none() && !about.is_empty() {
+                            commit = stale::head_commit(store.root());
+                        }
+                    }
+                    let mut note = rewritten(old, new, same_fact, now);
+                    note.about = about;
+                    note.commit = commit;
                     let stored = if same_fact {
                         Stored::Merged(id.clone())
                     } else {
@@ -509,6 +537,8 @@ impl Store {
                         created: now,
                         updated: None,
                         forgotten: None,
+                        about,
+                        commit,
                         extra: Vec::new(),
                     };
                     (id.clone(), note, Stored::Added(id))
@@ -635,6 +665,16 @@ impl Store {
         })
     }
 
+    /// The repository whose memory this is.
+    pub fn root(&self) -> &Path {
+        self.base.parent().unwrap_or(&self.base)
+    }
+
+    /// What changed among the files of each note since it was written, one look per file.
+    pub fn stale_checker(&self) -> stale::Checker<'_> {
+        stale::Checker::new(self.root())
+    }
+
     /// Where a record's file lives, relative to the repository, for answers a human may follow.
     pub fn relative_path<T: Record>(id: &str) -> String {
         format!("{MEMLOOP_DIR}/memory/{}/{id}.md", T::FOLDER)
@@ -668,6 +708,8 @@ fn rewritten(old: Note, new: NewNote, same_fact: bool, now: String) -> Note {
         created: old.created,
         updated: Some(now),
         forgotten: None,
+        about: Vec::new(),
+        commit: None,
         extra: old.extra,
     }
 }

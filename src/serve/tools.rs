@@ -14,6 +14,7 @@ use super::args::Args;
 use crate::memory::budget::Budget;
 use crate::memory::record::{CATEGORIES, Note, Route, secret_in};
 use crate::memory::search::matched_well;
+use crate::memory::stale::MAX_PATHS;
 use crate::memory::store::{Change, NewNote, RouteFields, Store, Stored};
 
 /// A note holds one fact and its reason; past this it is several notes or a document.
@@ -70,7 +71,8 @@ pub fn list() -> Vec<Tool> {
                     "importance": {"type": "integer", "minimum": 1, "maximum": 10, "description": "How much the next session loses if it misses this note. Most notes are 4 to 6."},
                     "tags": {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 5, "description": "Two to five short keywords a later query would use."},
                     "task_id": {"type": "string", "description": "The task or issue this came from, if any."},
-                    "key": {"type": "string", "maxLength": KEY_LIMIT, "description": "What the note is about in a few words, e.g. \"vat-rounding\". Storing under a key that a note already has replaces that note: use it to correct or refine a fact."}
+                    "key": {"type": "string", "maxLength": KEY_LIMIT, "description": "What the note is about in a few words, e.g. \"vat-rounding\". Storing under a key that a note already has replaces that note: use it to correct or refine a fact."},
+                    "paths": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_PATHS, "description": "Files or folders the note is about, relative to the repository root (paths the content names are found without this). When they change, the note is shown as possibly stale."}
                 },
                 "required": ["content", "category", "importance", "tags"],
                 "additionalProperties": false
@@ -174,18 +176,22 @@ pub fn call(store: &mut Store, name: &str, args: &JsonObject) -> Result<Value, S
             store.refresh().map_err(failed)?;
             let found = store.answer_notes(&query, limit);
             let best = found.first().map_or(0.0, |f| f.relevance);
+            let routes: Vec<Value> = store
+                .answer_routes(&query, ROUTES_WITH_CONTEXT)
+                .iter()
+                .map(|found| route_json(&found.id, &found.record))
+                .collect();
+            let mut stale = store.stale_checker();
             let notes: Vec<Value> = found
                 .iter()
                 .map(|found| {
                     let mut note = note_json(&found.id, &found.record);
                     note["relevance"] = json!((found.relevance * 100.0).round() / 100.0);
+                    if let Some(stale) = stale.check(&found.record) {
+                        note["stale"] = json!(stale.describe());
+                    }
                     note
                 })
-                .collect();
-            let routes: Vec<Value> = store
-                .answer_routes(&query, ROUTES_WITH_CONTEXT)
-                .iter()
-                .map(|found| route_json(&found.id, &found.record))
                 .collect();
             let mut answer = json!({"notes": notes, "routes": routes});
             if notes.is_empty() {
@@ -355,6 +361,7 @@ fn store_args(args: &JsonObject) -> Result<NewNote, String> {
             "tags",
             "task_id",
             "key",
+            "paths",
         ],
     );
     let content = a.text("content", true, NOTE_LIMIT, false);
@@ -385,6 +392,7 @@ fn store_args(args: &JsonObject) -> Result<NewNote, String> {
             "key: {given:?} has no letter or digit; give a few words, e.g. \"vat-rounding\""
         ));
     }
+    let paths = a.list("paths", false, (0, MAX_PATHS), PATH_LIMIT, "paths");
     a.finish("memory_store")?;
     Ok(NewNote {
         content: content.unwrap_or_default(),
@@ -393,6 +401,7 @@ fn store_args(args: &JsonObject) -> Result<NewNote, String> {
         tags: tags.unwrap_or_default(),
         task_id,
         key,
+        paths: paths.unwrap_or_default(),
     })
 }
 
@@ -451,6 +460,10 @@ fn note_json(id: &str, note: &Note) -> Value {
     }
     if let Some(updated) = &note.updated {
         value["updated"] = json!(updated);
+    }
+    if !note.about.is_empty() {
+        let paths: Vec<&str> = note.about.iter().map(|(path, _)| path.as_str()).collect();
+        value["paths"] = json!(paths);
     }
     value
 }

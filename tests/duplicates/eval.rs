@@ -76,6 +76,7 @@ fn new_note(content: &str) -> NewNote {
         tags: vec!["again".into(), "stored".into()],
         task_id: None,
         key: None,
+        paths: Vec::new(),
     }
 }
 

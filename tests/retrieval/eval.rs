@@ -55,6 +55,8 @@ impl Set {
                     created: "2026-12-01T00:00:00.000Z".into(),
                     updated: None,
                     forgotten: None,
+                    about: Vec::new(),
+                    commit: None,
                     extra: Vec::new(),
                 };
                 (text("key"), note)
@@ -199,6 +201,7 @@ pub fn memloop(set: &Set) -> Report {
                 tags: note.tags.clone(),
                 task_id: None,
                 key: None,
+                paths: Vec::new(),
             })
             .expect("the note is stored");
         keys.insert(id, key.clone());

@@ -615,6 +615,10 @@ impl Words {
     }
 }
 
+/// Source files the generated notes are about; a third of them change after the notes are
+/// written, so the shown notes' staleness checks are part of every figure.
+const SOURCE_FILES: usize = 200;
+
 /// Writes the fixture straight to disk in the server's file format (what a repository with
 /// months of notes looks like after `git clone`); the load check above proves it is read.
 pub(crate) fn write_notes(repo: &Path, count: usize, words: &Words) -> anyhow::Result<()> {
@@ -626,6 +630,21 @@ pub(crate) fn write_notes(repo: &Path, count: usize, words: &Words) -> anyhow::R
         repo.join("memloop.toml"),
         "[memory]\nmax_bytes = 1073741824\n",
     )?;
+    std::fs::create_dir_all(repo.join("src"))?;
+    let mut about = Vec::new();
+    for k in 0..SOURCE_FILES {
+        let path = format!("src/area{k}.rs");
+        std::fs::write(
+            repo.join(&path),
+            format!("pub fn area{k}() {{}}\n").repeat(40),
+        )?;
+        let found = memloop::memory::stale::about(repo, "", std::slice::from_ref(&path))
+            .map_err(anyhow::Error::msg)?;
+        about.push(format!(
+            "commit: 0123456789ab\nabout:\n  {path}: {}\n",
+            found[0].1
+        ));
+    }
     let mut rng = Rng(1);
     for n in 0..count {
         let note = words.note(&mut rng, n);
@@ -637,7 +656,7 @@ pub(crate) fn write_notes(repo: &Path, count: usize, words: &Words) -> anyhow::R
             .collect();
         let (day, second) = (n / 86_400, n % 86_400);
         let text = format!(
-            "---\ncategory: {}\nimportance: {}\ntags: [{}]\ncreated: 2026-{:02}-{:02}T{:02}:{:02}:{:02}.000Z\n---\n{}\n",
+            "---\ncategory: {}\nimportance: {}\ntags: [{}]\ncreated: 2026-{:02}-{:02}T{:02}:{:02}:{:02}.000Z\n{}---\n{}\n",
             note["category"].as_str().unwrap_or("context"),
             note["importance"],
             tags.join(", "),
@@ -646,6 +665,7 @@ pub(crate) fn write_notes(repo: &Path, count: usize, words: &Words) -> anyhow::R
             second / 3600,
             second / 60 % 60,
             second % 60,
+            about[n % SOURCE_FILES],
             note["content"].as_str().unwrap_or_default(),
         );
         let id = format!(
@@ -658,6 +678,9 @@ pub(crate) fn write_notes(repo: &Path, count: usize, words: &Words) -> anyhow::R
             n
         );
         std::fs::write(dir.join(format!("{id}.md")), text)?;
+    }
+    for k in (0..SOURCE_FILES).step_by(3) {
+        std::fs::write(repo.join(format!("src/area{k}.rs")), "// rewritten\n")?;
     }
     Ok(())
 }

@@ -1044,6 +1044,11 @@ const NOTES: &[&str] = &[
     "---\ncategory: context\nimportance: 0\n---\n",
     "---\n---\n",
     "no front matter at all\n",
+    // Once failed: a lone CR that YAML reads as a line end; a NUL in a quoted value; a nesting
+    // of one mapping per `: ` that took a recursive reader down.
+    "---\r\ncategory: patterns\r\nimportance: 3\r\x0etags: []\r\ncreated: x\r\n---\r\nbody\r\n",
+    "---\ncategory: gotchas\nimportance: 10\ntags: []\ncreated: \"2026-11-30\\u0000T09:55:00.000Z\\u007f\"\n---\nx\n",
+    "---\ncategory: \"got\\\\chas\"\n: : : : : : : : : : : : : : : : : : : : : : : : : : : : : : : : : : : :\n---\n",
 ];
 
 const MCP: &[&str] = &[
