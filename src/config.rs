@@ -250,8 +250,9 @@ pub struct MemoryConfig {
     pub session_start: bool,
     /// Let the agents run the embedded memory server's two tools, `context_query` (a read of
     /// the notes) and `memory_store` (a write under `.memloop/memory/`), without asking each
-    /// time, where the agent can be told so for single tools (Claude Code's `permissions.allow`,
-    /// Gemini CLI's `tools.allowed`).
+    /// time, where the agent can be told so for single tools (Claude Code's and Qwen Code's
+    /// `permissions.allow`, Gemini CLI's `tools.allowed`, Copilot CLI's location approvals
+    /// written with `memloop trust`).
     /// Nothing else is ever approved. false: sync takes the approvals back out.
     #[serde(default = "default_true")]
     pub approve_tools: bool,

@@ -1,6 +1,7 @@
 //! memloop's own two tools run without a question in Claude Code (`permissions.allow` in
-//! `.claude/settings.json`) and Gemini CLI (`tools.allowed` in `.gemini/settings.json`): owned
-//! entries that sync writes, diff and doctor check,
+//! `.claude/settings.json`), Gemini CLI (`tools.allowed` in `.gemini/settings.json`) and Qwen
+//! Code (`permissions.allow` in `.qwen/settings.json`): owned entries that sync writes, diff and
+//! doctor check,
 //! `[memory] approve_tools = false` takes back, and uninstall removes. Nothing else is approved.
 
 mod trees;
@@ -133,6 +134,61 @@ fn gemini_gets_the_same_two_under_its_names_and_gives_them_back() {
     sandbox.ok(&["sync"]);
     let settings = jsonc_value(&sandbox.read(".gemini/settings.json"));
     assert!(settings.get("tools").is_none(), "{settings}");
+}
+
+#[test]
+fn qwen_gets_the_same_two_as_its_own_always_allow_rules_and_gives_them_back() {
+    let sandbox = Sandbox::empty();
+    sandbox.write(
+        ".qwen/settings.json",
+        "{\n  // mine\n  \"permissions\": {\"allow\": [\"run_shell_command(git status)\"]}\n}\n",
+    );
+    sandbox.ok(&["init", "--yes", "--agents", "qwen"]);
+    let settings = jsonc_value(&strip_line_comments(&sandbox.read(".qwen/settings.json")));
+    assert_eq!(
+        settings["permissions"]["allow"],
+        serde_json::json!([
+            "run_shell_command(git status)",
+            "mcp__memory__context_query",
+            "mcp__memory__memory_store"
+        ])
+    );
+    assert!(
+        settings["mcpServers"]["memory"].get("trust").is_none(),
+        "never the whole server"
+    );
+    assert_eq!(sandbox.run(&["diff"]).status.code(), Some(0));
+
+    sandbox.set_config("memory", "approve_tools", "false");
+    let diff = sandbox.run(&["diff"]);
+    assert_eq!(diff.status.code(), Some(1), "diff shows the drift");
+    sandbox.ok(&["sync"]);
+    let settings = jsonc_value(&strip_line_comments(&sandbox.read(".qwen/settings.json")));
+    assert_eq!(
+        settings["permissions"]["allow"],
+        serde_json::json!(["run_shell_command(git status)"])
+    );
+
+    sandbox.set_config("memory", "approve_tools", "true");
+    sandbox.ok(&["sync"]);
+    sandbox.forget_install();
+    sandbox.ok(&["uninstall", "--yes"]);
+    let text = sandbox.read(".qwen/settings.json");
+    assert!(text.contains("// mine"), "{text}");
+    let settings = jsonc_value(&strip_line_comments(&text));
+    assert_eq!(
+        settings["permissions"]["allow"],
+        serde_json::json!(["run_shell_command(git status)"]),
+        "uninstall takes back exactly memloop's two rules"
+    );
+}
+
+/// The text without `//` comment lines (memloop keeps the person's comments; serde_json reads none).
+fn strip_line_comments(text: &str) -> String {
+    text.lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// `.gemini/settings.json` as a value (memloop writes it without comments).

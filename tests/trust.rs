@@ -850,3 +850,87 @@ fn upgrade_holds_the_handover_while_another_agents_trust_is_missing() {
     assert_eq!(world.home_files(), before);
     assert!(!exists(&world.root.join(".claude/settings.local.json")));
 }
+
+const COPILOT_APPROVALS: &str = ".copilot/permissions-config.json";
+
+/// Copilot's saved "approve for this location" answers for memloop's own two tools: written by
+/// `memloop trust` under this repository's key only, beside the person's own approvals there and
+/// elsewhere; `[memory] approve_tools = false` takes them back at the next sync, and revoke gives
+/// the file back as it was.
+#[test]
+fn copilot_trust_approves_memloops_two_tools_for_this_repository_only() {
+    let world = World::new("copilot");
+    // Laid out as Copilot writes the file (two-space indentation, one element per line).
+    let mine = format!(
+        "{{\n  \"locations\": {{\n    \"{}\": {{\n      \"tool_approvals\": [\n        {{\n          \"kind\": \"write\"\n        }}\n      ]\n    }},\n    \"/elsewhere\": {{\n      \"tool_approvals\": [\n        {{\n          \"kind\": \"mcp\",\n          \"serverName\": \"memory\",\n          \"toolName\": null\n        }}\n      ]\n    }}\n  }}\n}}\n",
+        world.root_str()
+    );
+    world.write_home(COPILOT_APPROVALS, &mine);
+    world.ok(&["trust", "--yes"]);
+    let config: serde_json::Value =
+        serde_json::from_str(&world.home_text(COPILOT_APPROVALS)).unwrap();
+    let approval =
+        |tool: &str| serde_json::json!({"kind": "mcp", "serverName": "memory", "toolName": tool});
+    assert_eq!(
+        config["locations"][world.root_str()]["tool_approvals"],
+        serde_json::json!([{"kind": "write"}, approval("context_query"), approval("memory_store")])
+    );
+    assert_eq!(
+        config["locations"]["/elsewhere"]["tool_approvals"],
+        serde_json::json!([{"kind": "mcp", "serverName": "memory", "toolName": null}]),
+        "another location is the person's"
+    );
+
+    let toml_path = world.root.join("memloop.toml");
+    let toml = std::fs::read_to_string(&toml_path).unwrap();
+    std::fs::write(
+        &toml_path,
+        format!("{toml}\n[memory]\napprove_tools = false\n"),
+    )
+    .unwrap();
+    world.ok(&["sync"]);
+    assert_eq!(world.home_text(COPILOT_APPROVALS), mine);
+
+    std::fs::write(&toml_path, &toml).unwrap();
+    world.ok(&["sync"]);
+    assert!(world.home_text(COPILOT_APPROVALS).contains("memory_store"));
+    world.ok(&["trust", "--revoke", "--yes"]);
+    assert_eq!(world.home_text(COPILOT_APPROVALS), mine);
+}
+
+#[test]
+fn copilot_trust_without_a_config_creates_one_and_revoke_removes_it() {
+    let world = World::new("copilot");
+    world.ok(&["trust", "--yes"]);
+    assert!(
+        world
+            .home_text(COPILOT_APPROVALS)
+            .contains("\"toolName\": \"context_query\"")
+    );
+    world.ok(&["trust", "--revoke", "--yes"]);
+    assert!(
+        !world.home.join(COPILOT_APPROVALS).exists(),
+        "revoke left the file memloop created"
+    );
+}
+
+#[test]
+fn copilot_trust_with_approve_tools_off_writes_no_approvals_file() {
+    let world = World::new("copilot");
+    let toml_path = world.root.join("memloop.toml");
+    let toml = std::fs::read_to_string(&toml_path).unwrap();
+    std::fs::write(
+        &toml_path,
+        format!("{toml}\n[memory]\napprove_tools = false\n"),
+    )
+    .unwrap();
+    world.ok(&["trust", "--yes"]);
+    assert!(
+        world.home.join(COPILOT_CONFIG).exists(),
+        "the folder trust is written"
+    );
+    assert!(
+        !world.home.join(COPILOT_APPROVALS).exists(),
+        "an approvals file with nothing in it was created"
+    );
+}

@@ -175,6 +175,16 @@ fn planned(
             Content::File { text } if text == content => original.unwrap_or(Content::Missing),
             _ => before.clone(),
         },
+        // Nothing to write where every fragment is switched off: a missing file stays missing
+        // (not an empty `{}` in the user's home).
+        (Desired::Fragments { fragments, .. }, Mode::Install)
+            if *before == Content::Missing
+                && fragments.iter().all(|f| {
+                    matches!(f, Fragment::Retired(_) | Fragment::AgentBookkeeping { .. })
+                }) =>
+        {
+            Content::Missing
+        }
         (Desired::Fragments { format, fragments }, mode) => {
             let raw = before.text();
             let (mut text, mut encoding) = Encoding::decode(raw.as_bytes(), display)?;

@@ -235,6 +235,11 @@ const SCENARIOS: &[Scenario] = &[
         run: qwen::gate,
     },
     Scenario {
+        name: "gate-qwen-approved-tools",
+        about: "as gate-qwen in --approval-mode auto-edit: the lookup and the store run without a question only through the permissions.allow entries memloop wrote for its own two tools",
+        run: qwen::gate_approved_tools,
+    },
+    Scenario {
         name: "config-gemini",
         about: "memloop init: untrusted without memloop trust (gemini mcp list shows memory disabled); after memloop trust --yes it connects to memloop serve; uninstall leaves no trust entry",
         run: gemini_memloop::config,
@@ -263,6 +268,11 @@ const SCENARIOS: &[Scenario] = &[
         name: "connected-copilot",
         about: "`copilot -p` offers memory-memory_store from the shared .mcp.json and the call reaches memloop serve",
         run: copilot::connected,
+    },
+    Scenario {
+        name: "connected-copilot-approved-tools",
+        about: "`copilot -p` without --allow-all: the lookup and the store run only through the location approvals memloop trust wrote into permissions-config.json for its own two tools",
+        run: copilot::approved_tools,
     },
     Scenario {
         name: "gate-copilot",

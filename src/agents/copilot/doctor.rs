@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::{GITHUB_MCP_JSON, HOOKS_JSON, trust};
+use super::{GITHUB_MCP_JSON, HOOKS_JSON, approvals, trust};
 use crate::config::AgentId;
 use crate::doctor::locate::{JsonFile, Step};
 use crate::doctor::{Doctor, Finding};
@@ -32,6 +32,7 @@ pub fn check(d: &mut Doctor) {
     github_mcp(d);
     if d.agent(AGENT).installed() {
         user_trust(d);
+        tool_approvals(d);
     }
 }
 
@@ -182,4 +183,42 @@ fn user_trust(d: &mut Doctor) {
             .fix("run `memloop upgrade` (or `memloop trust`): the entry becomes memloop trust's, `memloop trust --revoke` takes it back"),
         );
     }
+}
+
+/// memloop's own two tools approved for this repository in `permissions-config.json`: without
+/// them Copilot asks before each call, and `copilot -p` refuses the store (facts). A warning, not
+/// an error: the loop still runs where the person answers.
+fn tool_approvals(d: &mut Doctor) {
+    if !d.ctx.config.memory.approve_tools || !d.ctx.server.is_embedded() {
+        return;
+    }
+    let path = approvals::config_path(d.home());
+    let shown = d.ctx.display_user_path(&path);
+    let config = match JsonFile::load(&path, &shown, Dialect::Strict) {
+        Ok(file) => file.map(|f| f.value).unwrap_or(Value::Null),
+        Err(refusal) => return d.refused(AGENT, "approvals", &refusal),
+    };
+    let location = trust::trusted_root(&d.repo.root).display().to_string();
+    let missing: Vec<&str> = approvals::missing(&d.ctx.server.name, &location, &config);
+    let finding = if missing.is_empty() {
+        Finding::ok(
+            AGENT,
+            "approvals",
+            format!("memloop's context_query and memory_store run without a question in {location} ({shown})"),
+        )
+        .file(shown)
+    } else {
+        d.by_trust(
+            Finding::warning(
+                AGENT,
+                "approvals",
+                format!(
+                    "{} not approved for {location} in {shown}: Copilot asks before each call, and `copilot -p` refuses the store",
+                    missing.join(" and ")
+                ),
+            )
+            .file(shown),
+        )
+    };
+    d.push(finding);
 }

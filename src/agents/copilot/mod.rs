@@ -9,6 +9,7 @@
 //! Rules: Copilot reads `AGENTS.md` and `CLAUDE.md` (one copy when both are the same text).
 //! Facts: xtask/src/e2e/copilot_facts.md.
 
+pub mod approvals;
 pub mod doctor;
 pub mod gate;
 pub mod live;
@@ -109,7 +110,7 @@ impl super::agent::Agent for Copilot {
     }
 
     fn trust(&self, ctx: &Context) -> anyhow::Result<Vec<Target>> {
-        Ok(vec![trust::target(ctx)])
+        Ok(vec![trust::target(ctx), approvals::target(ctx)])
     }
 }
 

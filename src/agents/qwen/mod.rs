@@ -169,10 +169,33 @@ pub fn targets(ctx: &Context) -> Vec<Target> {
                 Fragment::AgentBookkeeping {
                     key: SETTINGS_VERSION_KEY.into(),
                 },
-            ],
+            ]
+            .into_iter()
+            .chain(approvals(ctx))
+            .collect(),
         },
         note: None,
     }]
+}
+
+/// `permissions.allow` entries for memloop's own two tools under the name Qwen registers an MCP
+/// tool by (`mcp__<server>__<tool>`), exactly what Qwen Code 0.24.4 itself writes into this file
+/// when the person answers "always allow" for the project (the tool's `permissionRules`): each
+/// rule names one tool, where the server's `trust` would allow every tool of the server.
+/// Retired with `[memory] approve_tools = false` or a server that is not memloop's own.
+pub fn approvals(ctx: &Context) -> Vec<Fragment> {
+    let wanted = ctx.config.memory.approve_tools && ctx.server.is_embedded();
+    crate::agents::APPROVED_TOOLS
+        .iter()
+        .map(|tool| {
+            Fragment::JsonArrayItem {
+                path: vec!["permissions".into(), "allow".into()],
+                value: json!(format!("mcp__{}__{tool}", ctx.server.name)),
+                memloops: true,
+            }
+            .wanted_if(wanted)
+        })
+        .collect()
 }
 
 /// The settings-format version Qwen Code 0.24.4 writes into every settings file it loads

@@ -9,6 +9,8 @@
 //!   `[memory] session_start = false`).
 //! - `qwen-recall`: the same for the UserPromptSubmit group (the notes that match each prompt),
 //!   unless `[memory] recall = false`.
+//! - `qwen-approve-tools`: the same file without the `permissions.allow` entries for memloop's
+//!   own two tools gets them, as sync would (unless `[memory] approve_tools = false`).
 
 use super::{
     DIALECT, HOOK_COMMAND, PRE_COMPACT_COMMAND, PROJECT_SETTINGS, PROMPT_COMMAND,
@@ -16,11 +18,28 @@ use super::{
 };
 use crate::config::AgentId;
 use crate::engine::PlanError;
+use crate::upgrade::approvals::Approvals;
 use crate::upgrade::joined_groups::{self, JoinedGroups, Piece};
 use crate::upgrade::{Env, Files, Migration};
 use crate::version::Range;
 
-pub const MIGRATIONS: &[Migration] = &[SESSION_START, RECALL];
+pub const MIGRATIONS: &[Migration] = &[SESSION_START, RECALL, APPROVE_TOOLS];
+
+pub const APPROVE_TOOLS: Migration = Migration {
+    id: "qwen-approve-tools",
+    agent: Some(AgentId::Qwen),
+    range: Range::Any,
+    about: "memloop's own two tools (context_query, memory_store) join its Stop hook in .qwen/settings.json as permissions.allow entries",
+    detect: |env, files| APPROVALS.detect(env, files),
+    rewrite: |env, files| APPROVALS.rewrite(env, files),
+};
+
+const APPROVALS: Approvals = Approvals {
+    file: PROJECT_SETTINGS,
+    dialect: DIALECT,
+    gate: ("Stop", HOOK_COMMAND),
+    fragments: super::approvals,
+};
 
 pub const RECALL: Migration = Migration {
     id: "qwen-recall",

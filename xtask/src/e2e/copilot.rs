@@ -233,6 +233,74 @@ pub fn connected(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     Ok(())
 }
 
+/// memloop's lookup as Copilot names it (`<server>-<tool>`).
+pub const LOOKUP_TOOL: &str = "memory-context_query";
+
+/// `copilot -p` without `--allow-all` (nothing approved by a flag): the lookup and the store run
+/// only through the location approvals `memloop trust` wrote into `permissions-config.json`, and
+/// memloop serve answers both.
+pub fn approved_tools(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    ctx.caps.need_serve()?;
+    let fake = FakeResponses::start(Script {
+        steps: vec![
+            Step::Tool(LOOKUP_TOOL.into()),
+            Step::Tool(STORE_TOOL.into()),
+            Step::Say("Looked up and stored it.".into()),
+        ],
+        latency: ctx.model_latency,
+    })?;
+    install(ctx, sb, &fake, "copilot")?;
+    let approvals = sb.home.join(".copilot/permissions-config.json");
+    let written = std::fs::read_to_string(&approvals).unwrap_or_default();
+    if !written.contains("\"context_query\"") || !written.contains("\"memory_store\"") {
+        bail!(
+            "memloop trust wrote no approval of its two tools into {}:\n{written}",
+            approvals.display()
+        );
+    }
+    let args = [
+        "-p",
+        "Look up, then store what you know about this repository.",
+        "--output-format",
+        "json",
+    ];
+    let out = sb.run(copilot(ctx), &args, ctx.gate_timeout)?;
+    let _ = std::fs::write(sb.root.join("model-requests.jsonl"), fake.dump());
+    let fail = |msg: String| -> Result<()> {
+        bail!(
+            "{msg}\nmodel requests:\n{}{}",
+            fake.transcript(),
+            out.report()
+        )
+    };
+    let calls = fake.model_calls();
+    let Some(last) = calls.last().map(|c| c.request()) else {
+        return fail("Copilot sent no request to the fake Responses API".into());
+    };
+    let Some(lookup) = last.result_of(None, LOOKUP_TOOL) else {
+        return fail(format!("no result of {LOOKUP_TOOL} came back to the model"));
+    };
+    if !serde_json::from_str::<Value>(lookup).is_ok_and(|v| v.is_object()) {
+        return fail(format!(
+            "{LOOKUP_TOOL} did not run without a question; Copilot answered {lookup:?}"
+        ));
+    }
+    let Some(stored) = last.result_of(None, STORE_TOOL) else {
+        return fail(format!("no result of {STORE_TOOL} came back to the model"));
+    };
+    if !serde_json::from_str::<Value>(stored).is_ok_and(|v| v.is_object()) {
+        return fail(format!(
+            "{STORE_TOOL} did not run without a question; Copilot answered {stored:?}"
+        ));
+    }
+    super::codex::check_stored(&sb.repo, stored).or_else(|e| fail(format!("{e:#}")))?;
+    println!(
+        "   without --allow-all: {LOOKUP_TOOL} and {STORE_TOOL} ran, memloop serve answered {:?}",
+        proc::tail(stored, 120)
+    );
+    Ok(())
+}
+
 /// Which of memloop's Stop hooks the repository keeps for the gate scenarios.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Hooks {

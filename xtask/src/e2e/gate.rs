@@ -115,8 +115,14 @@ fn claude_with(
     }
     expect(out.success(), "Claude Code exited with an error", &out)?;
     report_debug_log(sb);
-    check_loop(&fake, store, &sb.repo, &out)
+    check_loop(&fake, store, &sb.repo, &out)?;
+    if permission_mode == "bypassPermissions" {
+        return Ok(());
+    }
+    check_ran_unasked(&fake, &[LOOKUP, store], &sb.repo)
 }
+
+const LOOKUP: &str = "mcp__memory__context_query";
 
 /// The gate's debug log holds a line for every stop that had to wait for the transcript to
 /// catch up with `last_assistant_message` (and for every stop where it never did); shown so a
@@ -446,6 +452,39 @@ pub fn check_loop(fake: &FakeModel, store: &str, repo: &Path, out: &Output) -> R
         "   {} model requests; the last at +{:.1}s; the run ended after the store",
         calls.len(),
         calls.last().map_or(0.0, |c| c.at.as_secs_f64())
+    );
+    Ok(())
+}
+
+/// In a mode where the agent asks before a tool nothing approved: each of `tools` (the lookup and
+/// the store) ran and memloop serve answered it (its answers are JSON objects; a refusal is the
+/// agent's own text, such as Qwen's "requires permission ... declined"), and the store left a
+/// note. `check_loop` alone would pass a refused store that left no note.
+pub fn check_ran_unasked(fake: &FakeModel, tools: &[&str], repo: &Path) -> Result<()> {
+    let convs: Vec<_> = fake
+        .model_calls()
+        .iter()
+        .map(|c| c.conversation(fake.dialect))
+        .collect();
+    for tool in tools {
+        let Some(result) = convs.iter().find_map(|c| c.result_of(tool)) else {
+            bail!("no result of {tool} came back to the model");
+        };
+        let answered =
+            serde_json::from_str::<serde_json::Value>(&result.text).is_ok_and(|v| v.is_object());
+        if result.is_error || !answered {
+            bail!(
+                "{tool} did not run without a question; the agent answered {:?}",
+                result.text
+            );
+        }
+    }
+    if files_under(&repo.join(".memloop/memory")).is_empty() {
+        bail!("the store ran but no note appeared under .memloop/memory/");
+    }
+    println!(
+        "   {} ran without a question, answered by memloop serve",
+        tools.join(" and ")
     );
     Ok(())
 }

@@ -25,6 +25,7 @@ use super::sandbox::Sandbox;
 
 const SERVER: &str = "memory";
 const STORE: &str = "mcp__memory__memory_store";
+const LOOKUP: &str = "mcp__memory__context_query";
 const RULE: &str = "query the memory store first";
 
 fn memloop(sb: &Sandbox, args: &[&str]) -> Result<()> {
@@ -197,9 +198,22 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
 
 /// `qwen -p <prompt> --yolo` in the sandbox, its output kept beside the fake's requests.
 fn prompt(ctx: &Ctx, sb: &Sandbox, fake: &FakeModel, text: &str) -> Result<Output> {
+    prompt_in(ctx, sb, fake, text, "yolo")
+}
+
+/// `qwen -p <prompt> --approval-mode <mode>` (`yolo` runs every tool; `auto-edit` runs file
+/// edits, and in `-p` refuses any other tool that would ask and no rule allows).
+fn prompt_in(ctx: &Ctx, sb: &Sandbox, fake: &FakeModel, text: &str, mode: &str) -> Result<Output> {
     let out = sb.run(
         qwen(ctx),
-        &["-p", text, "--yolo", "--output-format", "stream-json"],
+        &[
+            "-p",
+            text,
+            "--approval-mode",
+            mode,
+            "--output-format",
+            "stream-json",
+        ],
         ctx.gate_timeout,
     )?;
     let _ = std::fs::write(sb.root.join("model-requests.jsonl"), fake.dump());
@@ -280,12 +294,26 @@ pub fn connected(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
 }
 
 pub fn gate(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    gate_in(ctx, sb, "yolo")
+}
+
+/// As `gate` in `--approval-mode auto-edit`: the lookup and the store run only through the
+/// `permissions.allow` entries memloop wrote for its own two tools.
+pub fn gate_approved_tools(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    gate_in(ctx, sb, "auto-edit")
+}
+
+fn gate_in(ctx: &Ctx, sb: &mut Sandbox, mode: &str) -> Result<()> {
     ctx.caps.need_serve()?;
     ctx.caps.need_hook()?;
     let fake = FakeModel::start(Dialect::OpenAi, script(ctx, sb, super::gate::WRITES))?;
     install(ctx, sb, &fake)?;
-    let out = prompt(ctx, sb, &fake, super::gate::PROMPT)?;
+    let out = prompt_in(ctx, sb, &fake, super::gate::PROMPT, mode)?;
     let with_log = |msg: &str| format!("{msg}\nmodel requests:\n{}", fake.transcript());
     expect(out.success(), &with_log("qwen -p failed"), &out)?;
-    super::gate::check_loop(&fake, STORE, &sb.repo, &out)
+    super::gate::check_loop(&fake, STORE, &sb.repo, &out)?;
+    if mode == "yolo" {
+        return Ok(());
+    }
+    super::gate::check_ran_unasked(&fake, &[LOOKUP, STORE], &sb.repo)
 }
