@@ -266,6 +266,16 @@ pub struct MemoryConfig {
     #[serde(default = "default_recall_bytes")]
     #[schemars(range(min = 256, max = 10000))]
     pub recall_bytes: u32,
+    /// Budget of the notes in bytes: all notes' files together (forgotten ones do not count). A
+    /// store that would pass it is refused, naming the notes to consolidate or forget; nothing
+    /// stored is cut.
+    #[serde(default = "default_max_bytes")]
+    #[schemars(range(min = 4096, max = 1073741824u64))]
+    pub max_bytes: u64,
+    /// Cap of one note's file in bytes, front matter included; a longer note is refused.
+    #[serde(default = "default_max_note_bytes")]
+    #[schemars(range(min = 512, max = 65536))]
+    pub max_note_bytes: u64,
 }
 
 impl MemoryConfig {
@@ -273,6 +283,11 @@ impl MemoryConfig {
     pub const INDEX_BYTES: std::ops::RangeInclusive<u32> = 512..=10_000;
     /// Below 256 bytes not even one short note with its id and file fits.
     pub const RECALL_BYTES: std::ops::RangeInclusive<u32> = 256..=10_000;
+    /// Below 4 KiB a handful of notes fills it; past 1 GiB it limits nothing.
+    pub const MAX_BYTES: std::ops::RangeInclusive<u64> = 4096..=1 << 30;
+    /// Below 512 bytes the front matter and one sentence barely fit; past 64 KiB a note is a
+    /// document.
+    pub const MAX_NOTE_BYTES: std::ops::RangeInclusive<u64> = 512..=65_536;
 
     fn is_default(&self) -> bool {
         *self == MemoryConfig::default()
@@ -287,6 +302,8 @@ impl Default for MemoryConfig {
             approve_tools: true,
             recall: true,
             recall_bytes: default_recall_bytes(),
+            max_bytes: default_max_bytes(),
+            max_note_bytes: default_max_note_bytes(),
         }
     }
 }
@@ -296,6 +313,16 @@ fn default_index_bytes() -> u32 {
 }
 fn default_recall_bytes() -> u32 {
     1500
+}
+/// 1 MiB: some 3,000 notes of a few sentences. Only the session index and what a query finds
+/// reach an agent's context, so the budget can be far above Knecht's 64 KB; past it a memory
+/// is a wiki nobody tidies, and the agent is asked to consolidate.
+fn default_max_bytes() -> u64 {
+    1 << 20
+}
+/// The 4,000 bytes a note's text may have, with room for its front matter.
+fn default_max_note_bytes() -> u64 {
+    4608
 }
 fn is_true(value: &bool) -> bool {
     *value
@@ -525,6 +552,32 @@ impl Config {
                 ),
                 "give a size in that range, or leave it out for the default 1500",
             ));
+        }
+        for (key, value, range, default) in [
+            (
+                "max_bytes",
+                self.memory.max_bytes,
+                MemoryConfig::MAX_BYTES,
+                default_max_bytes(),
+            ),
+            (
+                "max_note_bytes",
+                self.memory.max_note_bytes,
+                MemoryConfig::MAX_NOTE_BYTES,
+                default_max_note_bytes(),
+            ),
+        ] {
+            if !range.contains(&value) {
+                return Err(src.refuse(
+                    &[Step::Key("memory"), Step::Key(key)],
+                    format!(
+                        "memory.{key} = {value} is outside {} to {} bytes",
+                        range.start(),
+                        range.end()
+                    ),
+                    format!("give a size in that range, or leave it out for the default {default}"),
+                ));
+            }
         }
         Ok(())
     }
@@ -1013,6 +1066,23 @@ mod tests {
         assert!(!Config::default().to_toml().contains("[memory]"));
         let err = format!("{:#}", parse("[memory]\nindex_bytes = 100\n").unwrap_err());
         assert!(err.contains("memory.index_bytes = 100"), "{err}");
+        let config = parse("[memory]\nmax_bytes = 65536\nmax_note_bytes = 2048\n").unwrap();
+        assert_eq!(
+            (config.memory.max_bytes, config.memory.max_note_bytes),
+            (65536, 2048)
+        );
+        assert_eq!(parse(&config.to_toml()).unwrap(), config);
+        assert_eq!(MemoryConfig::default().max_bytes, 1 << 20);
+        let err = format!("{:#}", parse("[memory]\nmax_bytes = 100\n").unwrap_err());
+        assert!(
+            err.contains("memory.max_bytes = 100 is outside 4096"),
+            "{err}"
+        );
+        let err = format!(
+            "{:#}",
+            parse("[memory]\nmax_note_bytes = 100000\n").unwrap_err()
+        );
+        assert!(err.contains("memory.max_note_bytes = 100000"), "{err}");
         let err = parse("[memory]\nindex_byte = 100\n")
             .unwrap_err()
             .to_string();

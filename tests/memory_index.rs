@@ -67,8 +67,10 @@ impl Repo {
             category: "gotchas".into(),
             importance,
             tags: vec!["hand".into(), "made".into()],
+            key: None,
             task_id: None,
             created: created.into(),
+            updated: None,
             forgotten: None,
             about: Vec::new(),
             commit: None,
@@ -96,6 +98,7 @@ fn new_note(seed: usize) -> NewNote {
         importance: (seed % 10 + 1) as u8,
         tags: vec![WORDS[seed % WORDS.len()].into(), "bench".into()],
         task_id: None,
+        key: None,
         paths: Vec::new(),
     }
 }

@@ -98,6 +98,7 @@ pub fn run(args: MemoryArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let mut store = Store::open(&root)?;
+    store.budget = crate::memory::budget::Budget::of(&config.memory);
     let out = match args.command {
         MemoryCommand::List {
             all,
@@ -349,6 +350,12 @@ fn note_json(id: &str, note: &Note, stale: Option<&Stale>) -> Value {
     if let Some(task) = &note.task_id {
         value["task_id"] = json!(task);
     }
+    if let Some(key) = &note.key {
+        value["key"] = json!(key);
+    }
+    if let Some(updated) = &note.updated {
+        value["updated"] = json!(updated);
+    }
     if !note.about.is_empty() {
         let paths: Vec<&str> = note.about.iter().map(|(path, _)| path.as_str()).collect();
         value["paths"] = json!(paths);
@@ -489,10 +496,16 @@ fn show_note(format: Format, id: &str, note: &Note, stale: Option<&Stale>) -> St
         note.importance,
         field(&note.tags.join(", ")),
     );
+    if let Some(key) = &note.key {
+        out.push_str(&format!("key:        {}\n", field(key)));
+    }
     if let Some(task) = &note.task_id {
         out.push_str(&format!("task_id:    {}\n", field(task)));
     }
     out.push_str(&format!("created:    {}\n", field(&note.created)));
+    if let Some(at) = &note.updated {
+        out.push_str(&format!("updated:    {}\n", field(at)));
+    }
     if !note.about.is_empty() {
         let paths: Vec<&str> = note.about.iter().map(|(path, _)| path.as_str()).collect();
         out.push_str(&format!("about:      {}\n", field(&paths.join(", "))));

@@ -3,10 +3,13 @@
 //! with. It knows no agent and no protocol: the MCP server (`crate::serve`), the hooks
 //! (`crate::hook`) and `memloop memory` are its faces.
 //!
-//! Rooms: `record` (the file format of notes and routes), `ids` (ids and timestamps), `store`
+//! Rooms: `record` (the file format of notes and routes), `ids` (ids and timestamps), `budget`
+//! (what the notes may take), `duplicate` (whether two notes say the same), `store`
 //! (the notes of one repository: reading, writing under the lock, the derived cache), `search`
 //! (ranking), `session` (the session-start index) and `recall` (the notes that match a prompt).
 
+pub mod budget;
+pub mod duplicate;
 mod front_matter;
 pub mod ids;
 pub mod index;

@@ -353,6 +353,7 @@ mod tests {
                         importance: 7,
                         tags: tags.iter().map(|t| (*t).to_owned()).collect(),
                         task_id: None,
+                        key: None,
                         paths: Vec::new(),
                     })
                     .unwrap()

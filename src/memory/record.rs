@@ -24,8 +24,13 @@ pub struct Note {
     pub category: String,
     pub importance: u8,
     pub tags: Vec<String>,
+    /// What the note is about, in a few words (`vat-rounding`): storing a note under the same
+    /// key again replaces this one instead of adding a second.
+    pub key: Option<String>,
     pub task_id: Option<String>,
     pub created: String,
+    /// When it was last rewritten (a duplicate merged into it, a correction under its key).
+    pub updated: Option<String>,
     /// Set when the note was forgotten: it stays on disk for `memory_restore`, out of every query.
     pub forgotten: Option<String>,
     /// The files the note is about, each with a fingerprint of its content when the note was
@@ -114,6 +119,10 @@ pub trait Record: Clone + serde::Serialize + serde::de::DeserializeOwned {
     fn at(&self) -> &str {
         self.created()
     }
+    /// What it is about, when it says (a note's `key`): the index finds it by that.
+    fn key(&self) -> Option<&str> {
+        None
+    }
     /// Its rank in the session index, before recency.
     fn rank(&self) -> u8;
     /// Its line in the session index, without the id.
@@ -136,8 +145,10 @@ impl Record for Note {
             category: String::new(),
             importance: 0,
             tags: Vec::new(),
+            key: None,
             task_id: None,
             created: String::new(),
+            updated: None,
             forgotten: None,
             about: Vec::new(),
             commit: None,
@@ -150,8 +161,10 @@ impl Record for Note {
                 "commit" => note.commit = Some(field.text()?),
                 "importance" => note.importance = field.importance()?,
                 "tags" => note.tags = field.list()?,
+                "key" => note.key = Some(field.text()?),
                 "task_id" => note.task_id = Some(field.text()?),
                 "created" => note.created = field.text()?,
+                "updated" => note.updated = Some(field.text()?),
                 "forgotten" => note.forgotten = Some(field.text()?),
                 _ => note.extra.push(field.raw),
             }
@@ -187,10 +200,16 @@ impl Record for Note {
         let _ = writeln!(out, "category: {}", quote(&self.category));
         let _ = writeln!(out, "importance: {}", self.importance);
         let _ = writeln!(out, "tags: {}", quote_list(&self.tags));
+        if let Some(key) = &self.key {
+            let _ = writeln!(out, "key: {}", quote(key));
+        }
         if let Some(task) = &self.task_id {
             let _ = writeln!(out, "task_id: {}", quote(task));
         }
         let _ = writeln!(out, "created: {}", quote(&self.created));
+        if let Some(at) = &self.updated {
+            let _ = writeln!(out, "updated: {}", quote(at));
+        }
         if let Some(commit) = &self.commit {
             let _ = writeln!(out, "commit: {}", quote(commit));
         }
@@ -229,6 +248,14 @@ impl Record for Note {
 
     fn created(&self) -> &str {
         &self.created
+    }
+
+    fn at(&self) -> &str {
+        self.updated.as_deref().unwrap_or(&self.created)
+    }
+
+    fn key(&self) -> Option<&str> {
+        self.key.as_deref()
     }
 
     fn rank(&self) -> u8 {
@@ -388,8 +415,10 @@ mod tests {
             category: "gotchas".into(),
             importance: 7,
             tags: vec!["shop".into(), "checkout".into(), "vat".into()],
+            key: None,
             task_id: Some("cf-131".into()),
             created: "2026-11-30T09:55:01.123Z".into(),
+            updated: None,
             forgotten: None,
             about: Vec::new(),
             commit: None,
@@ -422,6 +451,8 @@ mod tests {
         note.task_id = Some("#12 [urgent]".into());
         note.content = "---\nbody that looks like front matter\n---".into();
         note.forgotten = Some("2026-12-01T00:00:00.000Z".into());
+        note.key = Some("vat: rounding".into());
+        note.updated = Some("2026-12-02T00:00:00.000Z".into());
         assert_eq!(Note::parse(&note.render()).unwrap(), note);
     }
 

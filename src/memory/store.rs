@@ -12,12 +12,14 @@ use std::time::Instant;
 
 use anyhow::{Context, anyhow, bail};
 
+use super::budget::{Budget, refusal};
+use super::duplicate::{Profile, difference, same_fact};
 use super::ids::{new_id, now_millis, timestamp};
 use super::index::delta::Change as IndexChange;
-use super::index::doc::{Doc, DocMeta, Stamp};
+use super::index::doc::{Doc, DocMeta, Stamp, key_term, term_hash};
 use super::index::{Index, Skipped, read_record};
 use super::record::{Note, Record, Route};
-use super::search::{Terms, query_hashes};
+use super::search::{Terms, asked_terms, query_hashes};
 use super::stale;
 use crate::files::{FileLock, write_atomic_with as write_atomic};
 
@@ -113,10 +115,15 @@ impl<T: Record> Collection<T> {
     }
 
     fn write(&mut self, id: &str, record: &T) -> anyhow::Result<()> {
+        self.write_text(id, record, &record.render())
+    }
+
+    /// Writes `record`, already rendered as `text`.
+    fn write_text(&mut self, id: &str, record: &T, text: &str) -> anyhow::Result<()> {
         // Only a view that covered the whole folder before may claim to cover it after.
         let current = self.index.is_current();
         let path = self.path(id);
-        write_atomic(&path, record.render().as_bytes(), true)?;
+        write_atomic(&path, text.as_bytes(), true)?;
         let meta = std::fs::symlink_metadata(&path)
             .with_context(|| format!("could not read {}", path.display()))?;
         let folder = current
@@ -125,6 +132,26 @@ impl<T: Record> Collection<T> {
             .map(|m| Stamp::of(&m));
         let doc = Doc::of(id, Stamp::of(&meta), record, &mut Terms::default());
         self.index.commit(vec![IndexChange::Put(doc)], folder, true)
+    }
+
+    /// Writes `record` as `id` when the budget allows it, else refuses and touches nothing.
+    fn write_within(&mut self, id: &str, record: &T, budget: &Budget) -> anyhow::Result<()> {
+        let text = record.render();
+        let replaced = match self.index.stamp(id)? {
+            Some((stamp, meta)) if meta.searchable => stamp.size,
+            _ => 0,
+        };
+        let size = if record.searchable() {
+            text.len() as u64
+        } else {
+            0
+        };
+        if let Some(why) = refusal(budget, size, self.index.live_bytes(), replaced, || {
+            self.index.all()
+        }) {
+            bail!("{why}");
+        }
+        self.write_text(id, record, &text)
     }
 
     fn fresh_id(&self) -> String {
@@ -181,9 +208,41 @@ pub struct NewNote {
     pub importance: u8,
     pub tags: Vec<String>,
     pub task_id: Option<String>,
+    /// What the note is about (`vat-rounding`): a note stored under a key replaces the note
+    /// that has it.
+    pub key: Option<String>,
     /// Files the note is about, besides those its text names (see [`super::stale::about`]).
     pub paths: Vec<String>,
 }
+
+/// What a store did with a new note.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stored {
+    /// Nothing said it yet: a note of its own.
+    Added(String),
+    /// The note `0` said the same (near-identical text, or the same key and the same fact): it
+    /// now holds the new text, and no second note was added.
+    Merged(String),
+    /// The note `0` had the same key and said something else: the new text replaced it (the
+    /// old one stays in git history).
+    Replaced(String),
+}
+
+impl Stored {
+    pub fn id(&self) -> &str {
+        match self {
+            Stored::Added(id) | Stored::Merged(id) | Stored::Replaced(id) => id,
+        }
+    }
+}
+
+/// How many tags a merged note keeps at most (the tool takes two to five per store).
+const MERGED_TAGS: usize = 8;
+/// How many of the best matches a store compares its text with.
+const DUPLICATE_CANDIDATES: usize = 5;
+/// How many of a new note's rarest words look for those matches: what it shares with a note
+/// that says the same.
+const DUPLICATE_WORDS: usize = 10;
 
 /// How a store is opened.
 #[derive(Debug, Clone, Copy, Default)]
@@ -206,6 +265,9 @@ pub struct Store {
     pub pending: usize,
     /// Record files left out, and why.
     pub skipped: Vec<Skipped>,
+    /// What the notes may take (`[memory]` in memloop.toml; its defaults until a caller sets
+    /// the repository's).
+    pub budget: Budget,
 }
 
 impl Store {
@@ -231,6 +293,7 @@ impl Store {
             laid_out: false,
             pending: 0,
             skipped: Vec::new(),
+            budget: Budget::default(),
         };
         store.seen = store.signature();
         store.look(opening)?;
@@ -411,9 +474,17 @@ impl Store {
         Ok(out)
     }
 
+    /// Stores a new note and returns the id of the note that holds it (see [`Store::store`]).
     pub fn store_note(&mut self, new: NewNote) -> anyhow::Result<String> {
+        self.store(new).map(|stored| stored.id().to_owned())
+    }
+
+    /// Stores a new note: into the note that already says it (or has its key) when there is
+    /// one, else as a note of its own; refused, touching nothing, when it would pass the
+    /// budget.
+    pub fn store(&mut self, new: NewNote) -> anyhow::Result<Stored> {
         // Read before the lock: the files' fingerprints, and git for the commit (one call, only
-        // for a note about files).
+        // for a note about files). A rewritten note is about the files as they are now.
         let about = stale::about(self.root(), &new.content, &new.paths).map_err(|e| anyhow!(e))?;
         let commit = if about.is_empty() {
             None
@@ -421,25 +492,120 @@ impl Store {
             stale::head_commit(self.root())
         };
         self.write_with(|store| {
-            let id = store.notes.fresh_id();
-            let note = Note {
-                content: new.content,
-                category: new.category,
-                importance: new.importance,
-                tags: new.tags,
-                task_id: new.task_id,
-                created: timestamp(now_millis()),
-                forgotten: None,
-                about,
-                commit,
-                extra: Vec::new(),
+            let budget = store.budget;
+            let now = timestamp(now_millis());
+            let (id, note, stored) = match store.duplicate_of(&new)? {
+                Some((id, old, same_fact)) => {
+                    let (mut about, mut commit) = (about, commit);
+                    // The same fact keeps the files its note was about (those still there),
+                    // looked at again now: the merged note is fresh.
+                    let missing: Vec<&str> = old
+                        .about
+                        .iter()
+                        .map(|(path, _)| path.as_str())
+                        .filter(|path| !about.iter().any(|(p, _)| p == path))
+                        .collect();
+                    if same_fact
+                        && !missing.is_empty()
+                        && let Ok(more) = stale::about(store.root(), &missing.join(" "), &[])
+                    {
+                        about.extend(more);
+                        about.truncate(stale::MAX_PATHS);
+                        if commit.is_none() && !about.is_empty() {
+                            commit = stale::head_commit(store.root());
+                        }
+                    }
+                    let mut note = rewritten(old, new, same_fact, now);
+                    note.about = about;
+                    note.commit = commit;
+                    let stored = if same_fact {
+                        Stored::Merged(id.clone())
+                    } else {
+                        Stored::Replaced(id.clone())
+                    };
+                    (id, note, stored)
+                }
+                None => {
+                    let id = store.notes.fresh_id();
+                    let note = Note {
+                        content: new.content,
+                        category: new.category,
+                        importance: new.importance,
+                        tags: new.tags,
+                        key: new.key,
+                        task_id: new.task_id,
+                        created: now,
+                        updated: None,
+                        forgotten: None,
+                        about,
+                        commit,
+                        extra: Vec::new(),
+                    };
+                    (id.clone(), note, Stored::Added(id))
+                }
             };
-            store.notes.write(&id, &note)?;
-            Ok(id)
+            store.notes.write_within(&id, &note, &budget)?;
+            Ok(stored)
         })
     }
 
-    /// Forgets (`forget = true`) or restores a note; the file stays either way.
+    /// The searchable note a new note belongs in, and whether it says the same fact: the note
+    /// with its key (any content), else the first of the best matches of its rarest words
+    /// that says the same (`super::duplicate`). A note with another key is never chosen.
+    pub fn duplicate_of(&self, new: &NewNote) -> anyhow::Result<Option<(String, Note, bool)>> {
+        if let Some(key) = &new.key {
+            let mut keyed: Vec<(String, Note)> = self
+                .notes
+                .index
+                .holding(key_term(key))?
+                .into_iter()
+                .filter_map(|id| self.notes.get(&id).map(|note| (id, note)))
+                .filter(|(_, note)| note.searchable())
+                .collect();
+            // Two notes with one key (a merge of two branches): the newest is the one to keep.
+            keyed.sort_by(|a, b| b.1.at().cmp(a.1.at()).then_with(|| b.0.cmp(&a.0)));
+            if let Some((id, note)) = keyed.into_iter().next() {
+                let same = same_fact(&new.content, &note.content);
+                return Ok(Some((id, note, same)));
+            }
+        }
+        let mut words: Vec<(usize, u64)> = Vec::new();
+        for term in asked_terms(&new.content) {
+            let hash = term_hash(&term);
+            let df = self.notes.index.df(hash)?;
+            if df > 0 {
+                words.push((df, hash));
+            }
+        }
+        words.sort_unstable();
+        words.truncate(DUPLICATE_WORDS);
+        let hashes: Vec<u64> = words.into_iter().map(|(_, hash)| hash).collect();
+        if hashes.is_empty() {
+            return Ok(None);
+        }
+        let profile = Profile::of(&new.content);
+        let hits = self
+            .notes
+            .index
+            .search(&hashes, hashes.len(), DUPLICATE_CANDIDATES)?;
+        for hit in hits.into_iter().take(DUPLICATE_CANDIDATES) {
+            let Some(note) = self.notes.get(&hit.id) else {
+                continue;
+            };
+            let other_key =
+                matches!((&new.key, &note.key), (Some(a), Some(b)) if key_term(a) != key_term(b));
+            if note.searchable()
+                && !other_key
+                && difference(&profile, &Profile::of(&note.content)).is_none()
+            {
+                return Ok(Some((hit.id, note, true)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Forgets (`forget = true`) or restores a note; the file stays either way. A restore that
+    /// would pass the budget is refused.
     pub fn set_forgotten(&mut self, id: &str, forget: bool) -> anyhow::Result<Change> {
         self.write_with(|store| {
             let Some(note) = store.notes.get(id) else {
@@ -452,7 +618,8 @@ impl Store {
             // The same bytes whenever and wherever it is forgotten: two branches that forget
             // the same note merge without a conflict (a time would differ).
             note.forgotten = forget.then(|| FORGOTTEN.to_owned());
-            store.notes.write(id, &note)?;
+            let budget = store.budget;
+            store.notes.write_within(id, &note, &budget)?;
             Ok(Change::Done)
         })
     }
@@ -498,7 +665,6 @@ impl Store {
         })
     }
 
-    /// Where a record's file lives, relative to the repository, for answers a human may follow.
     /// The repository whose memory this is.
     pub fn root(&self) -> &Path {
         self.base.parent().unwrap_or(&self.base)
@@ -509,8 +675,42 @@ impl Store {
         stale::Checker::new(self.root())
     }
 
+    /// Where a record's file lives, relative to the repository, for answers a human may follow.
     pub fn relative_path<T: Record>(id: &str) -> String {
         format!("{MEMLOOP_DIR}/memory/{}/{id}.md", T::FOLDER)
+    }
+}
+
+/// The note `old` rewritten with what `new` says, written `now`. The same fact keeps what the
+/// old note knew too (the higher importance, its tags); a correction under the same key takes
+/// the new note's. Either way the note keeps its id, its creation time and a reviewer's extra
+/// lines.
+fn rewritten(old: Note, new: NewNote, same_fact: bool, now: String) -> Note {
+    let (importance, tags) = if same_fact {
+        let mut tags = old.tags.clone();
+        for tag in new.tags {
+            if !tags.iter().any(|t| t.eq_ignore_ascii_case(&tag)) {
+                tags.push(tag);
+            }
+        }
+        tags.truncate(MERGED_TAGS.max(old.tags.len()));
+        (old.importance.max(new.importance), tags)
+    } else {
+        (new.importance, new.tags)
+    };
+    Note {
+        content: new.content,
+        category: new.category,
+        importance,
+        tags,
+        key: new.key.or(old.key),
+        task_id: new.task_id.or(old.task_id),
+        created: old.created,
+        updated: Some(now),
+        forgotten: None,
+        about: Vec::new(),
+        commit: None,
+        extra: old.extra,
     }
 }
 

@@ -22,7 +22,8 @@ use crate::memory::store::{Opening, Store};
 
 const INSTRUCTIONS: &str = "The repository's memory. Before exploring or working on anything \
 you don't already know, call context_query. After every action, memory_store what you learned \
-and why. To replace a note, store the new one, then memory_forget the old one.";
+and why. A note that says what a stored note says updates it; to correct a note, store the new \
+text under its key, or store the new one, then memory_forget the old one.";
 
 enum State {
     Loading(JoinHandle<anyhow::Result<Store>>),

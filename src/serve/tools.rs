@@ -8,11 +8,14 @@ use std::sync::Arc;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
+use anyhow::Context as _;
+
 use super::args::Args;
+use crate::memory::budget::Budget;
 use crate::memory::record::{CATEGORIES, Note, Route, secret_in};
 use crate::memory::search::matched_well;
 use crate::memory::stale::MAX_PATHS;
-use crate::memory::store::{Change, NewNote, RouteFields, Store};
+use crate::memory::store::{Change, NewNote, RouteFields, Store, Stored};
 
 /// A note holds one fact and its reason; past this it is several notes or a document.
 pub const NOTE_LIMIT: usize = 4000;
@@ -20,6 +23,7 @@ const ROUTE_TEXT_LIMIT: usize = 1000;
 const TITLE_LIMIT: usize = 120;
 const PATH_LIMIT: usize = 300;
 const QUERY_LIMIT: usize = 1000;
+const KEY_LIMIT: usize = 80;
 const DEFAULT_RESULTS: i64 = 5;
 const MAX_RESULTS: i64 = 20;
 /// Routes that come along with a `context_query`: where to look next, not a second result list.
@@ -57,8 +61,8 @@ pub fn list() -> Vec<Tool> {
         tool(
             "memory_store",
             "After every action, store what you learned and why: one fact and its reason per \
-             note. Returns the note's id. To replace a note, store the new one, then \
-             memory_forget the old one.",
+             note. Returns the note's id. Storing what a note already says updates that note; \
+             to correct a note, store under its key.",
             json!({
                 "type": "object",
                 "properties": {
@@ -67,6 +71,7 @@ pub fn list() -> Vec<Tool> {
                     "importance": {"type": "integer", "minimum": 1, "maximum": 10, "description": "How much the next session loses if it misses this note. Most notes are 4 to 6."},
                     "tags": {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 5, "description": "Two to five short keywords a later query would use."},
                     "task_id": {"type": "string", "description": "The task or issue this came from, if any."},
+                    "key": {"type": "string", "maxLength": KEY_LIMIT, "description": "What the note is about in a few words, e.g. \"vat-rounding\". Storing under a key that a note already has replaces that note: use it to correct or refine a fact."},
                     "paths": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_PATHS, "description": "Files or folders the note is about, relative to the repository root (paths the content names are found without this). When they change, the note is shown as possibly stale."}
                 },
                 "required": ["content", "category", "importance", "tags"],
@@ -218,16 +223,40 @@ pub fn call(store: &mut Store, name: &str, args: &JsonObject) -> Result<Value, S
             let texts = [new.content.as_str()]
                 .into_iter()
                 .chain(new.tags.iter().map(String::as_str))
-                .chain(new.task_id.as_deref());
+                .chain(new.task_id.as_deref())
+                .chain(new.key.as_deref());
             if let Some(problem) = secret_in(texts) {
                 return Err(secret_refused(name, &problem));
             }
-            let id = store.store_note(new).map_err(failed)?;
-            Ok(json!({"id": id, "file": Store::relative_path::<Note>(&id)}))
+            store.budget = budget(store).map_err(failed)?;
+            let key = new.key.clone();
+            let stored = store.store(new).map_err(failed)?;
+            let id = stored.id();
+            let mut answer = json!({"id": id, "file": Store::relative_path::<Note>(id)});
+            match &stored {
+                Stored::Added(_) => {}
+                Stored::Merged(_) => {
+                    answer["updated"] = json!(id);
+                    answer["note"] = json!(format!(
+                        "The note {id} already said this: it now holds your text, and no second \
+                         note was added."
+                    ));
+                }
+                Stored::Replaced(_) => {
+                    answer["replaced"] = json!(id);
+                    answer["note"] = json!(format!(
+                        "The note {id} under the key {:?} said something else: your text \
+                         replaced it (the old text stays in git history).",
+                        key.unwrap_or_default()
+                    ));
+                }
+            }
+            Ok(answer)
         }
         "memory_forget" | "memory_restore" => {
             let id = id_arg(args, name)?;
             let forget = name == "memory_forget";
+            store.budget = budget(store).map_err(failed)?;
             let change = store.set_forgotten(&id, forget).map_err(failed)?;
             let mut answer = json!({"id": id, "forgotten": forget});
             if let Change::AlreadyThatWay = change {
@@ -272,6 +301,15 @@ pub fn call(store: &mut Store, name: &str, args: &JsonObject) -> Result<Value, S
         }
         _ => Err(format!("{name}: no such tool")),
     }
+}
+
+/// The repository's `[memory]` limits, read at each write: a person who raises them need not
+/// restart the server.
+fn budget(store: &Store) -> anyhow::Result<Budget> {
+    let config = crate::config::Config::load(store.root())
+        .context("nothing was stored: memloop.toml, which sets the notes' budget, is unusable")?
+        .unwrap_or_default();
+    Ok(Budget::of(&config.memory))
 }
 
 /// Notes and routes are committed and read by every agent that queries the memory: a credential
@@ -322,6 +360,7 @@ fn store_args(args: &JsonObject) -> Result<NewNote, String> {
             "importance",
             "tags",
             "task_id",
+            "key",
             "paths",
         ],
     );
@@ -345,6 +384,14 @@ fn store_args(args: &JsonObject) -> Result<NewNote, String> {
     );
     let tags = a.list("tags", true, (2, 5), 40, "tags");
     let task_id = a.text("task_id", false, 100, true);
+    let key = a.text("key", false, KEY_LIMIT, true);
+    if let Some(given) = &key
+        && !given.chars().any(char::is_alphanumeric)
+    {
+        a.problem(format!(
+            "key: {given:?} has no letter or digit; give a few words, e.g. \"vat-rounding\""
+        ));
+    }
     let paths = a.list("paths", false, (0, MAX_PATHS), PATH_LIMIT, "paths");
     a.finish("memory_store")?;
     Ok(NewNote {
@@ -353,6 +400,7 @@ fn store_args(args: &JsonObject) -> Result<NewNote, String> {
         importance: importance.unwrap_or_default() as u8,
         tags: tags.unwrap_or_default(),
         task_id,
+        key,
         paths: paths.unwrap_or_default(),
     })
 }
@@ -406,6 +454,12 @@ fn note_json(id: &str, note: &Note) -> Value {
     });
     if let Some(task) = &note.task_id {
         value["task_id"] = json!(task);
+    }
+    if let Some(key) = &note.key {
+        value["key"] = json!(key);
+    }
+    if let Some(updated) = &note.updated {
+        value["updated"] = json!(updated);
     }
     if !note.about.is_empty() {
         let paths: Vec<&str> = note.about.iter().map(|(path, _)| path.as_str()).collect();

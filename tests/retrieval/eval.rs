@@ -50,8 +50,10 @@ impl Set {
                         .iter()
                         .map(|t| t.as_str().expect("a tag").to_owned())
                         .collect(),
+                    key: None,
                     task_id: None,
                     created: "2026-12-01T00:00:00.000Z".into(),
+                    updated: None,
                     forgotten: None,
                     about: Vec::new(),
                     commit: None,
@@ -198,6 +200,7 @@ pub fn memloop(set: &Set) -> Report {
                 importance: note.importance,
                 tags: note.tags.clone(),
                 task_id: None,
+                key: None,
                 paths: Vec::new(),
             })
             .expect("the note is stored");

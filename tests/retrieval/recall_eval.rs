@@ -94,8 +94,7 @@ pub fn run(set: &Set, prompts: &[Prompt]) -> Report {
                 category: note.category.clone(),
                 importance: note.importance,
                 tags: note.tags.clone(),
-                task_id: None,
-                paths: Vec::new(),
+                ..Default::default()
             })
             .expect("the note is stored");
         keys.insert(id, key.clone());

@@ -1,4 +1,5 @@
-//! `cargo xtask bench memory`: search quality first (`crate::bench_retrieval`), then what the memory costs at 10,000 and 100,000 notes (generated in
+//! `cargo xtask bench memory`: search quality first (`crate::bench_retrieval`, then merging
+//! duplicates: `crate::bench_duplicates`), then what the memory costs at 10,000 and 100,000 notes (generated in
 //! the real note format), each figure beside `memloop --version` measured in the same run, so
 //! the ratios hold on a loaded machine too.
 //!
@@ -58,7 +59,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         }
     }
     // Search quality first: in process, a second, and its own verdict.
-    let quality = crate::bench_retrieval::report(relevances);
+    let quality = crate::bench_retrieval::report(relevances).and(crate::bench_duplicates::report());
     if quality_only {
         return quality;
     }

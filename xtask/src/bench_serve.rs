@@ -624,6 +624,12 @@ const SOURCE_FILES: usize = 200;
 pub(crate) fn write_notes(repo: &Path, count: usize, words: &Words) -> anyhow::Result<()> {
     let dir = repo.join(".memloop/memory/notes");
     std::fs::create_dir_all(&dir)?;
+    // The generated notes take far more than the default budget (1 MiB): the largest it
+    // allows, so the stores measured are accepted.
+    std::fs::write(
+        repo.join("memloop.toml"),
+        "[memory]\nmax_bytes = 1073741824\n",
+    )?;
     std::fs::create_dir_all(repo.join("src"))?;
     let mut about = Vec::new();
     for k in 0..SOURCE_FILES {

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 mod action_install;
 mod bench_cli;
+mod bench_duplicates;
 mod bench_gate;
 mod bench_memory;
 mod bench_retrieval;

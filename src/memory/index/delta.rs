@@ -19,6 +19,9 @@ pub struct Was {
     pub slot: u32,
     pub len: u32,
     pub searchable: bool,
+    /// Its file's size, which the budget's total gives back.
+    #[serde(default)]
+    pub bytes: u64,
 }
 
 #[derive(Serialize, Deserialize)]

@@ -73,11 +73,18 @@ pub struct Doc {
 impl Doc {
     pub fn of<T: Record>(id: &str, stamp: Stamp, record: &T, terms: &mut Terms) -> Doc {
         let at_ms = crate::memory::ids::parse_millis(record.at()).unwrap_or(0);
-        let (counts, len) = if record.searchable() {
+        let (mut counts, len) = if record.searchable() {
             terms.count(&record.index_texts())
         } else {
             (Vec::new(), 0)
         };
+        // Found by its key, which no query can ask for (`key_term` is no word) and which adds
+        // nothing to its length.
+        if record.searchable()
+            && let Some(key) = record.key()
+        {
+            counts.push((key_term(key), 1));
+        }
         Doc {
             id: id.to_owned(),
             stamp,
@@ -92,6 +99,25 @@ impl Doc {
             terms: counts,
         }
     }
+}
+
+/// The index term of a record's key: the same for `VAT rounding` and `vat-rounding`, and never
+/// a word's (a word holds no control character).
+pub fn key_term(key: &str) -> u64 {
+    let mut normal = String::from("\u{1}key\u{1}");
+    let mut gap = false;
+    for ch in key.chars().flat_map(char::to_lowercase) {
+        if ch.is_alphanumeric() {
+            if gap && !normal.ends_with('\u{1}') {
+                normal.push('-');
+            }
+            gap = false;
+            normal.push(ch);
+        } else {
+            gap = true;
+        }
+    }
+    term_hash(&normal)
 }
 
 /// A stable 64-bit hash (FNV-1a, then a SplitMix64 finish to spread the bits): the index files
@@ -119,5 +145,13 @@ mod tests {
         assert_eq!(term_hash("vat"), 0x617c_fa2c_27bd_2b33);
         assert_eq!(term_hash("round"), 0xa152_6e89_7160_1973);
         assert_ne!(term_hash("vat"), term_hash("tav"));
+    }
+
+    #[test]
+    fn keys_match_whatever_their_case_and_separators() {
+        assert_eq!(key_term("VAT rounding"), key_term("vat-rounding"));
+        assert_eq!(key_term(" vat_rounding! "), key_term("vat-rounding"));
+        assert_ne!(key_term("vat-rounding"), key_term("vatrounding"));
+        assert_ne!(key_term("vat"), term_hash("vat"));
     }
 }

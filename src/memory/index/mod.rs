@@ -280,6 +280,58 @@ impl<T: Record> Index<T> {
         (n, len)
     }
 
+    /// The file sizes of the searchable records, summed (what `[memory] max_bytes` limits),
+    /// from the segment's header and the delta: no record file and no docs table is read.
+    pub fn live_bytes(&self) -> u64 {
+        let mut bytes = self.segment.as_ref().map_or(0, Segment::live_bytes);
+        for was in self.delta.replaced.values().filter(|w| w.searchable) {
+            bytes = bytes.saturating_sub(was.bytes);
+        }
+        for doc in self.delta.docs.values().flatten() {
+            if doc.meta.searchable {
+                bytes += doc.stamp.size;
+            }
+        }
+        bytes
+    }
+
+    /// About how many searchable records hold the term `hash` (the segment's count, which
+    /// records replaced since may still be in, plus the delta's): enough to tell a rare word
+    /// from a common one without reading postings.
+    pub fn df(&self, hash: u64) -> anyhow::Result<usize> {
+        let stored = match &self.segment {
+            Some(segment) => segment.count(hash)? as usize,
+            None => 0,
+        };
+        let fresh = self
+            .delta
+            .docs
+            .values()
+            .flatten()
+            .filter(|d| d.meta.searchable && d.terms.iter().any(|(h, _)| *h == hash))
+            .count();
+        Ok(stored + fresh)
+    }
+
+    /// The ids of the searchable records that hold the term `hash` (a key's term, which only
+    /// a few records hold).
+    pub fn holding(&self, hash: u64) -> anyhow::Result<Vec<String>> {
+        let mut ids = Vec::new();
+        if let Some(segment) = &self.segment {
+            for posting in segment.postings(hash)? {
+                if !self.delta.replaced.contains_key(&posting.slot) {
+                    ids.push(segment.doc(posting.slot)?.0);
+                }
+            }
+        }
+        for doc in self.delta.docs.values().flatten() {
+            if doc.meta.searchable && doc.terms.iter().any(|(h, _)| *h == hash) {
+                ids.push(doc.id.clone());
+            }
+        }
+        Ok(ids)
+    }
+
     /// The best `limit` searchable records for the query terms `hashes` (the first `asked` of
     /// them what the query asked, the rest what synonyms added), by BM25 times the
     /// record's boost, plus any tied with the last of them, best first (ties: newer, then id).
@@ -621,11 +673,12 @@ impl<T: Record> Index<T> {
         let Some(slot) = segment.find(id)? else {
             return Ok(None);
         };
-        let (_, _, meta) = segment.doc(slot)?;
+        let (_, stamp, meta) = segment.doc(slot)?;
         Ok(Some(Was {
             slot,
             len: meta.len,
             searchable: meta.searchable,
+            bytes: stamp.size,
         }))
     }
 
@@ -1035,6 +1088,8 @@ mod tests {
                 forgotten: (i % 13 == 0).then(|| "true".to_owned()),
                 about: Vec::new(),
                 commit: None,
+                key: None,
+                updated: None,
                 extra: Vec::new(),
             };
             std::fs::write(notes.join(format!("n-{i:05}.md")), note.render()).unwrap();

@@ -4,8 +4,8 @@
 //! the session index reads one short region.
 //!
 //! ```text
-//! header     128 bytes: magic, version, kind, segment id, counts, region offsets, the folder's
-//!            stamp the segment reflects
+//! header     136 bytes: magic, version, kind, segment id, counts, region offsets, the folder's
+//!            stamp the segment reflects, the searchable records' file bytes (the budget's total)
 //! docs       64 bytes per record, in id order (a record's slot is its position)
 //! ids        hash table, id -> slot + 1 (0 is empty), linear probing
 //! terms      hash table, 16 bytes a bucket: term hash, first posting, posting count
@@ -32,8 +32,10 @@ mod write;
 pub use write::Writer;
 
 const MAGIC: &[u8; 8] = b"MLSEG\0\0\x01";
-const VERSION: u32 = 1;
-const HEADER: u64 = 128;
+/// 2: the header holds the searchable records' file bytes (`live_bytes`); a segment of another
+/// version is not opened, so the next look rebuilds it from the files.
+const VERSION: u32 = 2;
+const HEADER: u64 = 136;
 const DOC: u64 = 64;
 const BUCKET: u64 = 16;
 const POSTING: u64 = 12;
@@ -92,6 +94,8 @@ struct Header {
     n_docs: u32,
     n_live: u32,
     total_len: u64,
+    /// The file sizes of the searchable records, summed: what `[memory] max_bytes` limits.
+    live_bytes: u64,
     term_buckets: u32,
     id_buckets: u32,
     off_docs: u64,
@@ -134,6 +138,7 @@ impl Segment {
             n_docs: u32_at(&raw, 24),
             n_live: u32_at(&raw, 28),
             total_len: u64_at(&raw, 32),
+            live_bytes: u64_at(&raw, 128),
             term_buckets: u32_at(&raw, 40),
             id_buckets: u32_at(&raw, 44),
             off_docs: u64_at(&raw, 48),
@@ -183,6 +188,11 @@ impl Segment {
     /// Searchable records and the sum of their lengths (BM25's collection statistics).
     pub fn live(&self) -> (u32, u64) {
         (self.header.n_live, self.header.total_len)
+    }
+
+    /// The file sizes of the searchable records, summed.
+    pub fn live_bytes(&self) -> u64 {
+        self.header.live_bytes
     }
 
     /// The folder stamp the segment reflects, `None` when it covers only part of the folder.
@@ -324,6 +334,23 @@ impl Segment {
             at = (at + 1) & mask;
         }
         Ok(Vec::new())
+    }
+
+    /// How many records hold the term with hash `hash`, without reading its postings.
+    pub fn count(&self, hash: u64) -> anyhow::Result<u32> {
+        let h = &self.header;
+        let mask = u64::from(h.term_buckets) - 1;
+        let hash = nonzero(hash);
+        let mut at = hash & mask;
+        for _ in 0..h.term_buckets {
+            let raw = self.read(h.off_terms + at * BUCKET, BUCKET)?;
+            match u64_at(&raw, 0) {
+                0 => return Ok(0),
+                found if found == hash => return Ok(u32_at(&raw, 12)),
+                _ => at = (at + 1) & mask,
+            }
+        }
+        Ok(0)
     }
 
     /// Every term with postings, as (hash, first posting, posting count), by hash: for

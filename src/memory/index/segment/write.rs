@@ -37,6 +37,8 @@ pub struct Writer {
     last_id: Option<String>,
     n_live: u32,
     total_len: u64,
+    /// The searchable records' file bytes, for the notes' budget.
+    live_bytes: u64,
     /// Per importance level, the newest searchable records seen so far (at most twice
     /// [`SHORT_PER_LEVEL`] between trims).
     short: Vec<Vec<ShortEntry>>,
@@ -75,6 +77,7 @@ impl Writer {
             last_id: None,
             n_live: 0,
             total_len: 0,
+            live_bytes: 0,
             short: (0..LEVELS).map(|_| Vec::new()).collect(),
             per_level: vec![0; LEVELS],
             terms: Vec::new(),
@@ -117,6 +120,7 @@ impl Writer {
         if meta.searchable {
             self.n_live += 1;
             self.total_len += u64::from(meta.len);
+            self.live_bytes += stamp.size;
             let level = meta.importance as usize;
             self.per_level[level] += 1;
             self.short[level].push(ShortEntry {
@@ -190,6 +194,7 @@ impl Writer {
             id_hashes,
             n_live,
             total_len,
+            live_bytes,
             mut short,
             per_level,
             terms,
@@ -294,6 +299,7 @@ impl Writer {
             header[112..120].copy_from_slice(&stamp.ino.to_le_bytes());
             header[120..128].copy_from_slice(&(stamp.mtime_ns as i64).to_le_bytes());
         }
+        header[128..136].copy_from_slice(&live_bytes.to_le_bytes());
         out.seek(SeekFrom::Start(0)).with_context(failed)?;
         out.write_all(&header).with_context(failed)?;
         out.flush().with_context(failed)?;
