@@ -103,12 +103,23 @@ impl FrontMatter {
             ));
         }
         let body = lines.collect::<Vec<_>>().join("\n").trim().to_owned();
-        let fields = fields(&yaml_lines)?;
+        let fields = match canonical(&yaml_lines) {
+            Some(fast) => {
+                debug_assert_eq!(
+                    fields(&yaml_lines).as_ref().ok(),
+                    Some(&fast),
+                    "the canonical reader and YAML disagree on {yaml_lines:?}"
+                );
+                fast
+            }
+            None => fields(&yaml_lines)?,
+        };
         Ok(FrontMatter { fields, body })
     }
 }
 
 /// A top-level field of the front matter as YAML reads it.
+#[derive(Debug, PartialEq)]
 pub struct Field {
     pub key: String,
     /// Where the value starts (1-based, in the file), for errors about it.
@@ -120,6 +131,7 @@ pub struct Field {
     pub raw: String,
 }
 
+#[derive(Debug, PartialEq)]
 enum FieldValue {
     /// Empty (`key:` or `key: ~`).
     Null,
@@ -342,6 +354,85 @@ impl Source {
             .iter()
             .collect()
     }
+}
+
+/// The front matter as memloop writes it, read without the YAML parser (a cold start reads
+/// every note, and the parser is most of that): each line `key: value` with the value exactly
+/// as [`quote`] or [`quote_list`] writes it, or `key:` over indented `name: value` lines (a
+/// note's `about`). Anything else (a comment, a block list, another quoting, a repeated key) is
+/// `None`, for the YAML reader. What this accepts, YAML reads the same: debug builds (the
+/// tests, the fuzzer) check every file against it.
+fn canonical(lines: &[&str]) -> Option<Vec<Field>> {
+    let mut fields: Vec<Field> = Vec::new();
+    let mut at = 0;
+    while at < lines.len() {
+        let first = at;
+        let (key, value) = lines[at].split_once(':')?;
+        let word =
+            |key: &str| !key.is_empty() && key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+        if !word(key) || fields.iter().any(|field| field.key == key) {
+            return None;
+        }
+        // 1-based, in the file: the YAML's first line is the file's second.
+        let (mut line, mut column) = (at + 2, key.len() + 3);
+        let value = if value.is_empty() {
+            let mut pairs = Vec::new();
+            while let Some(entry) = lines.get(at + 1).and_then(|l| l.strip_prefix("  ")) {
+                let (name, text) = entry.split_once(": ")?;
+                if !is_bare(name) {
+                    return None;
+                }
+                pairs.push((name.to_owned(), canonical_scalar(text)?));
+                at += 1;
+            }
+            if pairs.is_empty() {
+                return None;
+            }
+            (line, column) = (first + 3, 3);
+            FieldValue::Map(pairs)
+        } else {
+            let value = value.strip_prefix(' ')?;
+            if value.starts_with('[') {
+                FieldValue::List(canonical_list(value)?)
+            } else {
+                FieldValue::Text(canonical_scalar(value)?)
+            }
+        };
+        fields.push(Field {
+            key: key.to_owned(),
+            line,
+            column,
+            value,
+            raw: lines[first..=at].join("\n"),
+        });
+        at += 1;
+    }
+    Some(fields)
+}
+
+/// A value as [`quote`] writes it, read back.
+fn canonical_scalar(value: &str) -> Option<String> {
+    if value.starts_with('"') {
+        let text: String = serde_json::from_str(value).ok()?;
+        (double_quoted(&text) == value).then_some(text)
+    } else {
+        // A number as written (`importance: 7`): YAML reads an integer, taken as written too.
+        let digits = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit());
+        (digits || is_bare(value)).then(|| value.to_owned())
+    }
+}
+
+/// A list as [`quote_list`] writes it, read back.
+fn canonical_list(value: &str) -> Option<Vec<String>> {
+    let items: Vec<String> = if value == "[]" {
+        Vec::new()
+    } else if value.starts_with("[\"") {
+        serde_json::from_str(value).ok()?
+    } else {
+        let inner = value.strip_prefix('[')?.strip_suffix(']')?;
+        inner.split(", ").map(str::to_owned).collect()
+    };
+    (quote_list(&items) == value).then_some(items)
 }
 
 /// The top-level fields of the front matter (its lines, the file's second line first).
@@ -576,6 +667,39 @@ mod tests {
                     "{c:?}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn what_memloop_writes_is_read_without_yaml_and_the_same() {
+        let written = [
+            "category: gotchas",
+            "importance: 7",
+            "tags: [shop, checkout]",
+            "paths: [\"#x\",\"y\"]",
+            "empty: []",
+            "created: 2026-11-30T09:55:01.123Z",
+            "task_id: \"#12 [urgent]\"",
+            "about:",
+            "  src/tax.py: 5d41402abc4b",
+            "  Makefile: \"123456789012\"",
+            "commit: 3074b62c1d2e",
+        ];
+        let fast = canonical(&written).expect("memloop's own layout");
+        assert_eq!(fields(&written).unwrap(), fast);
+        assert_eq!(fast[7].map().unwrap()[1].1, "123456789012");
+        // Hand edits go to the YAML reader.
+        for edited in [
+            &["category: gotchas # why"][..],
+            &["tags:", "  - a"],
+            &["category: 'gotchas'"],
+            &["k: v", "k: w"],
+            &["  indented: x"],
+            &["k:"],
+            &["k: ~"],
+            &["about:", "  a: b", "   c: d"],
+        ] {
+            assert_eq!(canonical(edited), None, "{edited:?}");
         }
     }
 
