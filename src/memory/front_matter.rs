@@ -269,68 +269,18 @@ impl<'a> Events<'a> {
             },
             Event::Alias(_) => FieldValue::Nested,
             Event::SequenceStart(..) => {
-                // A list of words when every item is a non-null scalar; anything else nests.
-                let mut items = Some(Vec::new());
-                let mut depth = 1usize;
-                while depth > 0 {
-                    let (event, span) = self.next()?;
-                    end = span.end;
-                    match event {
-                        Event::SequenceStart(..) | Event::MappingStart(..) => {
-                            depth += 1;
-                            items = None;
-                        }
-                        Event::SequenceEnd | Event::MappingEnd => depth -= 1,
-                        Event::Scalar(text, style, _, tag) if depth == 1 => {
-                            let item = match resolve(&text, style, tag.as_ref()) {
-                                Resolved::String(text) => Some(text),
-                                Resolved::Other => Some(source.text(&span).trim().to_owned()),
-                                Resolved::Null => None,
-                            };
-                            match (item, items.as_mut()) {
-                                (Some(item), Some(list)) => list.push(item),
-                                _ => items = None,
-                            }
-                        }
-                        Event::Alias(_) if depth == 1 => items = None,
-                        Event::StreamEnd => break,
-                        _ => {}
-                    }
-                }
-                items.map_or(FieldValue::Nested, FieldValue::List)
+                let words;
+                (words, end) = self.words(source)?;
+                words.map_or(FieldValue::Nested, FieldValue::List)
             }
             Event::MappingStart(..) => {
-                // Words to words when every key and value is a non-null scalar.
-                let mut pairs = Some(Vec::new());
-                let mut key: Option<String> = None;
-                let mut depth = 1usize;
-                while depth > 0 {
-                    let (event, span) = self.next()?;
-                    end = span.end;
-                    match event {
-                        Event::SequenceStart(..) | Event::MappingStart(..) => {
-                            depth += 1;
-                            pairs = None;
-                        }
-                        Event::SequenceEnd | Event::MappingEnd => depth -= 1,
-                        Event::Scalar(text, style, _, tag) if depth == 1 => {
-                            let word = match resolve(&text, style, tag.as_ref()) {
-                                Resolved::String(text) => Some(text),
-                                Resolved::Other => Some(source.text(&span).trim().to_owned()),
-                                Resolved::Null => None,
-                            };
-                            match (word, key.take(), pairs.as_mut()) {
-                                (Some(value), Some(k), Some(list)) => list.push((k, value)),
-                                (Some(k), None, Some(_)) => key = Some(k),
-                                _ => pairs = None,
-                            }
-                        }
-                        Event::Alias(_) if depth == 1 => pairs = None,
-                        Event::StreamEnd => break,
-                        _ => {}
-                    }
-                }
-                pairs.map_or(FieldValue::Nested, FieldValue::Map)
+                let words;
+                (words, end) = self.words(source)?;
+                // A mapping's words alternate key and value.
+                words.map_or(FieldValue::Nested, |words| {
+                    let pairs = words.chunks_exact(2);
+                    FieldValue::Map(pairs.map(|kv| (kv[0].clone(), kv[1].clone())).collect())
+                })
             }
             _ => FieldValue::Nested,
         };
@@ -339,6 +289,43 @@ impl<'a> Events<'a> {
             value,
             name: None,
         })
+    }
+}
+
+impl<'a> Events<'a> {
+    /// The rest of a list or mapping just opened, read to its end: its items as words when
+    /// every one is a non-null scalar (`None` when anything nests, is null or an alias), and
+    /// where it ends.
+    fn words(&mut self, source: &Source) -> Result<(Option<Vec<String>>, Marker), Unreadable> {
+        let mut words = Some(Vec::new());
+        let mut depth = 1usize;
+        let mut end = Marker::default();
+        while depth > 0 {
+            let (event, span) = self.next()?;
+            end = span.end;
+            match event {
+                Event::SequenceStart(..) | Event::MappingStart(..) => {
+                    depth += 1;
+                    words = None;
+                }
+                Event::SequenceEnd | Event::MappingEnd => depth -= 1,
+                Event::Scalar(text, style, _, tag) if depth == 1 => {
+                    let word = match resolve(&text, style, tag.as_ref()) {
+                        Resolved::String(text) => Some(text),
+                        Resolved::Other => Some(source.text(&span).trim().to_owned()),
+                        Resolved::Null => None,
+                    };
+                    match (word, words.as_mut()) {
+                        (Some(word), Some(list)) => list.push(word),
+                        _ => words = None,
+                    }
+                }
+                Event::Alias(_) if depth == 1 => words = None,
+                Event::StreamEnd => break,
+                _ => {}
+            }
+        }
+        Ok((words, end))
     }
 }
 
