@@ -32,6 +32,28 @@ use crate::upgrade::{self, Migration};
 /// notes and a write under `.memloop/memory/`. Never more, never another server's tools.
 pub const APPROVED_TOOLS: [&str; 2] = ["context_query", "memory_store"];
 
+/// One owned entry per tool of [`APPROVED_TOOLS`] in the JSON array at `path`, each the tool's
+/// name as the agent spells an MCP tool (`name(server, tool)`), never a pattern; retired (taken
+/// back by sync) with `[memory] approve_tools = false` or a server that is not memloop's own.
+pub fn tool_approvals(
+    ctx: &Context,
+    path: [&str; 2],
+    name: impl Fn(&str, &str) -> String,
+) -> Vec<crate::target::Fragment> {
+    let wanted = ctx.config.memory.approve_tools && ctx.server.is_embedded();
+    APPROVED_TOOLS
+        .iter()
+        .map(|tool| {
+            crate::target::Fragment::JsonArrayItem {
+                path: path.iter().map(|key| (*key).to_owned()).collect(),
+                value: serde_json::json!(name(&ctx.server.name, tool)),
+                memloops: true,
+            }
+            .wanted_if(wanted)
+        })
+        .collect()
+}
+
 /// The agent behind `id`.
 pub fn of(id: AgentId) -> &'static dyn Agent {
     match id {

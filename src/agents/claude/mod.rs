@@ -180,18 +180,9 @@ pub fn settings_fragments(memory: &crate::config::MemoryConfig) -> Vec<Fragment>
 /// `memory_forget`); retired (taken back by sync) with `[memory] approve_tools = false` or a
 /// server that is not memloop's own.
 pub fn approvals(ctx: &Context) -> Vec<Fragment> {
-    let wanted = ctx.config.memory.approve_tools && ctx.server.is_embedded();
-    crate::agents::APPROVED_TOOLS
-        .iter()
-        .map(|tool| {
-            Fragment::JsonArrayItem {
-                path: vec!["permissions".into(), "allow".into()],
-                value: json!(format!("mcp__{}__{tool}", ctx.server.name)),
-                memloops: true,
-            }
-            .wanted_if(wanted)
-        })
-        .collect()
+    crate::agents::tool_approvals(ctx, ["permissions", "allow"], |server, tool| {
+        format!("mcp__{server}__{tool}")
+    })
 }
 
 /// UserPromptSubmit takes no matcher.

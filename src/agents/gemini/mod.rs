@@ -164,18 +164,9 @@ pub fn targets(ctx: &Context) -> Vec<Target> {
 /// exactly, where the server's `trust` would allow every tool of the server. Retired with
 /// `[memory] approve_tools = false` or a server that is not memloop's own.
 pub fn approvals(ctx: &Context) -> Vec<Fragment> {
-    let wanted = ctx.config.memory.approve_tools && ctx.server.is_embedded();
-    crate::agents::APPROVED_TOOLS
-        .iter()
-        .map(|tool| {
-            Fragment::JsonArrayItem {
-                path: vec!["tools".into(), "allowed".into()],
-                value: json!(format!("mcp_{}_{tool}", ctx.server.name)),
-                memloops: true,
-            }
-            .wanted_if(wanted)
-        })
-        .collect()
+    crate::agents::tool_approvals(ctx, ["tools", "allowed"], |server, tool| {
+        format!("mcp_{server}_{tool}")
+    })
 }
 
 /// `mcpServers.<name>`: `command`/`args`/`env` for stdio, `httpUrl` for streamable HTTP (`url`

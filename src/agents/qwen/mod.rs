@@ -184,18 +184,9 @@ pub fn targets(ctx: &Context) -> Vec<Target> {
 /// rule names one tool, where the server's `trust` would allow every tool of the server.
 /// Retired with `[memory] approve_tools = false` or a server that is not memloop's own.
 pub fn approvals(ctx: &Context) -> Vec<Fragment> {
-    let wanted = ctx.config.memory.approve_tools && ctx.server.is_embedded();
-    crate::agents::APPROVED_TOOLS
-        .iter()
-        .map(|tool| {
-            Fragment::JsonArrayItem {
-                path: vec!["permissions".into(), "allow".into()],
-                value: json!(format!("mcp__{}__{tool}", ctx.server.name)),
-                memloops: true,
-            }
-            .wanted_if(wanted)
-        })
-        .collect()
+    crate::agents::tool_approvals(ctx, ["permissions", "allow"], |server, tool| {
+        format!("mcp__{server}__{tool}")
+    })
 }
 
 /// The settings-format version Qwen Code 0.24.4 writes into every settings file it loads
