@@ -357,7 +357,7 @@ fn note_json(id: &str, note: &Note, stale: Option<&Stale>) -> Value {
         value["updated"] = json!(updated);
     }
     if !note.about.is_empty() {
-        let paths: Vec<&str> = note.about.iter().map(|(path, _)| path.as_str()).collect();
+        let paths = note.paths();
         value["paths"] = json!(paths);
         value["commit"] = json!(note.commit);
         value["stale"] = json!(stale.map(Stale::describe));
@@ -507,7 +507,7 @@ fn show_note(format: Format, id: &str, note: &Note, stale: Option<&Stale>) -> St
         out.push_str(&format!("updated:    {}\n", field(at)));
     }
     if !note.about.is_empty() {
-        let paths: Vec<&str> = note.about.iter().map(|(path, _)| path.as_str()).collect();
+        let paths = note.paths();
         out.push_str(&format!("about:      {}\n", field(&paths.join(", "))));
     }
     if let Some(commit) = &note.commit {

@@ -41,6 +41,11 @@ pub struct Note {
 }
 
 impl Note {
+    /// The files the note is about, without their fingerprints.
+    pub fn paths(&self) -> Vec<&str> {
+        self.about.iter().map(|(path, _)| path.as_str()).collect()
+    }
+
     /// What in the note looks like a credential, if anything (see [`secret_in`]).
     pub fn secret(&self) -> Option<String> {
         secret_in(

@@ -462,7 +462,7 @@ fn note_json(id: &str, note: &Note) -> Value {
         value["updated"] = json!(updated);
     }
     if !note.about.is_empty() {
-        let paths: Vec<&str> = note.about.iter().map(|(path, _)| path.as_str()).collect();
+        let paths = note.paths();
         value["paths"] = json!(paths);
     }
     value
