@@ -1,4 +1,4 @@
-//! `cargo xtask bench gate [--sizes 1,10,100] [--runs N] [--skip-worktree]`: the Stop gate against a Python
+//! `cargo xtask bench gate [--sizes 1,10,100] [--runs N] [--skip-worktree] [--keep]`: the Stop gate against a Python
 //! baseline that re-reads the whole transcript at every stop, as the seed's hook does.
 //!
 //! Whole processes on the same generated transcripts in the same run: wall time from spawn to
@@ -86,6 +86,9 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
          small figures are upper bounds)",
         own_peak_kib() as f64 / 1024.0
     );
+    if options.keep {
+        println!("transcripts kept under {}", temp.keep().display());
+    }
     check_targets(&rows, worktree.as_ref())
 }
 
@@ -259,6 +262,8 @@ struct Options {
     sizes: Vec<u64>,
     runs: usize,
     worktree: bool,
+    /// Leaves the transcripts behind, to profile the gate on them.
+    keep: bool,
 }
 
 impl Options {
@@ -267,6 +272,7 @@ impl Options {
             sizes: vec![1, 10, 100],
             runs: 15,
             worktree: true,
+            keep: false,
         };
         let mut args = args.iter();
         while let Some(arg) = args.next() {
@@ -287,8 +293,9 @@ impl Options {
                     ensure!(options.runs > 0, "--runs must be at least 1");
                 }
                 "--skip-worktree" => options.worktree = false,
+                "--keep" => options.keep = true,
                 other => bail!(
-                    "unknown argument {other:?}; usage: cargo xtask bench gate [--sizes 1,10,100] [--runs N] [--skip-worktree]"
+                    "unknown argument {other:?}; usage: cargo xtask bench gate [--sizes 1,10,100] [--runs N] [--skip-worktree] [--keep]"
                 ),
             }
         }
