@@ -82,9 +82,9 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         cost.print();
     }
     println!(
-        "(a child's peak RSS includes this process's own peak at spawn, {:.1} MiB here, so \
-         small figures are upper bounds)",
-        own_peak_kib() as f64 / 1024.0
+        "(children are forked: a child's peak RSS counts the anonymous memory it copied from \
+         this process, {:.1} MiB here, so small figures are upper bounds)",
+        own_anonymous_kib() as f64 / 1024.0
     );
     if options.keep {
         println!("transcripts kept under {}", temp.keep().display());
@@ -237,7 +237,7 @@ fn worktree_cost(memloop: &Path, temp: &Path, runs: usize) -> anyhow::Result<Wor
 }
 
 /// Both programs read from the page cache, not the disk. Read in small pieces: this
-/// process's peak RSS becomes part of every child's (the kernel carries it over the exec).
+/// process's memory becomes part of every child's peak (see [`spawn_measured`]).
 fn warm_cache(path: &Path) -> anyhow::Result<()> {
     let mut file = std::fs::File::open(path)?;
     let mut buf = vec![0u8; 64 << 10];
@@ -245,14 +245,14 @@ fn warm_cache(path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// VmHWM of this process in KiB (0 where /proc is missing).
-fn own_peak_kib() -> u64 {
+/// RssAnon of this process in KiB (0 where /proc is missing).
+fn own_anonymous_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|status| {
             status
                 .lines()
-                .find_map(|line| line.strip_prefix("VmHWM:"))
+                .find_map(|line| line.strip_prefix("RssAnon:"))
                 .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
         })
         .unwrap_or(0)
@@ -601,6 +601,14 @@ fn spawn_measured(mut command: Command, stdin: &str) -> anyhow::Result<Sample> {
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
+    // The kernel carries the memory a child had before its exec into its peak. A spawn that
+    // shares this process's memory until the exec (what `Command` does by default) hands it
+    // this process's whole peak; a hook before the exec makes it fork instead, and a forked
+    // child starts with only the anonymous pages it copied.
+    // SAFETY: the hook runs between fork and exec and does nothing.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, || Ok(()));
+    }
     let start = Instant::now();
     let mut child = command
         .spawn()
