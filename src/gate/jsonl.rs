@@ -338,7 +338,7 @@ pub fn read_rows_with<T: DeserializeOwned>(
         true => read_ahead(file, offset, |source| {
             parse_lines(
                 file,
-                Lines::from_source(source, offset, needle, CHUNK),
+                Lines::from_source(source, offset, needle, AHEAD_CHUNK),
                 parse,
                 each,
             )
@@ -370,6 +370,9 @@ fn parse_lines<T: DeserializeOwned>(
 const PIPELINE_FROM: u64 = 8 << 20;
 /// Chunks the reading thread may fill ahead of the parsing one.
 const CHUNKS_AHEAD: usize = 4;
+/// Chunks read ahead are larger: each costs the two threads a hand-over. Four of 256 KiB keep
+/// a first check on 100 MB under 9 MiB of peak memory; four of 512 KiB took it past 10 MiB.
+const AHEAD_CHUNK: usize = 256 << 10;
 
 /// Where [`Lines`] gets its bytes.
 enum Source<'f> {
@@ -394,7 +397,7 @@ fn read_ahead<R>(
         let (full_sender, full) = sync_channel(CHUNKS_AHEAD + 1);
         let (empty, empty_receiver) = sync_channel::<Vec<u8>>(CHUNKS_AHEAD + 1);
         for _ in 0..CHUNKS_AHEAD {
-            let _ = empty.send(vec![0; CHUNK]);
+            let _ = empty.send(vec![0; AHEAD_CHUNK]);
         }
         scope.spawn(move || {
             for mut chunk in empty_receiver {
