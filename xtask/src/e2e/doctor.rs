@@ -1,5 +1,6 @@
 //! Scenario "doctor-live": `memloop doctor --live` asks the real agents what they load and
-//! probes the embedded server (Codex and Gemini included); every live verdict must be ok on a correctly installed repo.
+//! probes the embedded server (Codex and Gemini included); every live verdict must be ok on a correctly installed repo,
+//! Codex's hooks/list trust of memloop's three hooks among them.
 
 use std::collections::BTreeSet;
 
@@ -63,7 +64,7 @@ pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         .context("the report has no findings")?;
     let live: Vec<&Value> = findings
         .iter()
-        .filter(|f| matches!(f["id"].as_str(), Some(id) if id.ends_with(".live") || id == "codex.live-hooks" || id == "copilot.live-instructions" || id == "memloop.server-probe"))
+        .filter(|f| matches!(f["id"].as_str(), Some(id) if id.ends_with(".live") || id == "codex.live-hooks" || id == "codex.live-hooks-trust" || id == "copilot.live-instructions" || id == "memloop.server-probe"))
         .collect();
     let failed: Vec<String> = live
         .iter()
@@ -83,6 +84,7 @@ pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         "opencode.live",
         "kimi.live",
         "codex.live",
+        "codex.live-hooks-trust",
         "qwen.live",
         "gemini.live",
         "copilot.live",
@@ -95,6 +97,16 @@ pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
                 out.report()
             );
         }
+    }
+    // Codex's hooks/list, through `codex app-server`, is the only place that shows whether Codex
+    // trusts memloop's hooks; all three are installed here.
+    let trusted = live
+        .iter()
+        .find(|f| f["id"] == "codex.live-hooks-trust")
+        .and_then(|f| f["message"].as_str())
+        .unwrap_or_default();
+    if !trusted.ends_with("Stop, SessionStart, UserPromptSubmit hooks") {
+        bail!("codex.live-hooks-trust does not name memloop's three hooks: {trusted}");
     }
     if !out.success() {
         bail!(
