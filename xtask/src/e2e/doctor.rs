@@ -114,5 +114,43 @@ pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
             out.report()
         );
     }
+    codex_hook_modified(ctx, sb)
+}
+
+/// A changed timeout on memloop's Codex Stop handler changes its hash: the real Codex reports
+/// the hook `modified` (and would skip it without a word), and doctor says so.
+fn codex_hook_modified(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    let hooks_json = sb.repo.join(".codex/hooks.json");
+    let mut hooks: Value = serde_json::from_str(&std::fs::read_to_string(&hooks_json)?)?;
+    let handler = hooks
+        .pointer_mut("/hooks/Stop/0/hooks/0")
+        .context(".codex/hooks.json has no Stop handler")?;
+    handler["timeout"] = Value::from(handler["timeout"].as_u64().unwrap_or(30) + 1);
+    std::fs::write(&hooks_json, serde_json::to_string_pretty(&hooks)? + "\n")?;
+    let out = sb.run(
+        "memloop",
+        &["doctor", "--live", "--format", "json"],
+        ctx.timeout * 3,
+    )?;
+    let report: Value = serde_json::from_str(&out.stdout)
+        .with_context(|| format!("doctor printed no JSON\n{}", out.report()))?;
+    let modified = report["findings"].as_array().is_some_and(|all| {
+        all.iter().any(|f| {
+            f["id"] == "codex.live-hooks-trust"
+                && f["severity"] == "error"
+                && f["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("Stop hook modified"))
+        })
+    });
+    if !modified {
+        bail!(
+            "after memloop's Stop handler's timeout changed, doctor --live did not report the hook modified\n{}",
+            out.report()
+        );
+    }
+    println!(
+        "   doctor --live: Codex reports memloop's Stop hook modified after its timeout changed"
+    );
     Ok(())
 }
