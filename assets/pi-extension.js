@@ -92,6 +92,12 @@ function startServer(cwd) {
   for (const [key, value] of Object.entries(SERVER.env || {})) env[key] = expand(value);
   const command = SERVER.command === "memloop" ? memloopBin() : SERVER.command;
   const child = spawn(command, SERVER.args || [], { cwd, env, stdio: ["pipe", "pipe", "ignore"] });
+  // The server never keeps Pi running (a call in flight does: its timer). Pi before 0.63 ends a
+  // one-shot run without session_shutdown, so nothing would stop the server there.
+  child.unref();
+  for (const pipe of [child.stdin, child.stdout]) {
+    if (pipe && typeof pipe.unref === "function") pipe.unref();
+  }
   const waiting = new Map();
   let next = 1;
   let buffer = "";

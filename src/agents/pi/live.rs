@@ -1,6 +1,7 @@
 //! `doctor --live` for Pi: `pi --mode rpc --no-session` answers `{"type": "get_commands"}` on
 //! stdin with the commands its extensions registered, each with the file it came from in
-//! `sourceInfo.path` (Pi 0.73.1's rpc-mode.js; its docs/rpc.md still says `path`), and needs no
+//! `sourceInfo.path` (Pi 0.73.1's rpc-mode.js; its docs/rpc.md still says `path`, which Pi sent
+//! before 0.62), and needs no
 //! model for it; it exits when stdin closes. memloop's extension registers `/memloop`, whose
 //! description says how many tools the memory server gave it, or why the server did not start.
 
@@ -37,7 +38,12 @@ pub fn memloop_commands(stdout: &str) -> Option<Vec<(String, String)>> {
             })
             .map(|c| {
                 let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
-                (text(&c["sourceInfo"]["path"]), text(&c["description"]))
+                // Before 0.62 the file was a top-level `path`.
+                let path = match text(&c["sourceInfo"]["path"]) {
+                    path if path.is_empty() => text(&c["path"]),
+                    path => path,
+                };
+                (path, text(&c["description"]))
             })
             .collect(),
     )
@@ -121,6 +127,7 @@ mod tests {
             "{\"name\":\"memloop:1\",\"description\":\"memloop: 7 memory tools\",\"source\":\"extension\",\"sourceInfo\":{\"path\":\"/r/.pi/extensions/memloop.js\",\"scope\":\"project\"}},",
             "{\"name\":\"memloop:2\",\"description\":\"memloop: 7 memory tools\",\"source\":\"extension\",\"sourceInfo\":{\"path\":\"/h/.pi/agent/extensions/memloop.js\",\"scope\":\"user\"}},",
             "{\"name\":\"memloop\",\"source\":\"prompt\",\"sourceInfo\":{\"path\":\"/r/x.md\"}},",
+            "{\"name\":\"memloop:3\",\"description\":\"old\",\"source\":\"extension\",\"path\":\"/o/memloop.js\"},",
             "{\"name\":\"memloopx\",\"source\":\"extension\",\"sourceInfo\":{\"path\":\"/r/y.js\"}}]}}\n"
         );
         assert_eq!(
@@ -133,7 +140,8 @@ mod tests {
                 (
                     "/h/.pi/agent/extensions/memloop.js".into(),
                     "memloop: 7 memory tools".into()
-                )
+                ),
+                ("/o/memloop.js".into(), "old".into())
             ])
         );
         let none = "{\"id\":\"memloop-doctor\",\"type\":\"response\",\"command\":\"get_commands\",\"success\":true,\"data\":{\"commands\":[]}}";
