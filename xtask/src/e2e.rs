@@ -211,6 +211,11 @@ const SCENARIOS: &[Scenario] = &[
         run: pi::gate,
     },
     Scenario {
+        name: "gate-pi-rpc",
+        about: "a Pi that keeps running (`pi --mode rpc`): one prompt writes three files, the extension's agent_end gate sends it back, it looks up and stores, and the session rests",
+        run: pi::gate_rpc,
+    },
+    Scenario {
         name: "session-start-pi",
         about: "a stored note is in the system prompt of the first model request of `pi -p` (memloop's extension, before_agent_start), once",
         run: pi::session_start,

@@ -1,9 +1,11 @@
 //! Pi (`pi`, npm `@mariozechner/pi-coding-agent`): no hook files and no MCP client, so memloop's
 //! whole part is its extension `.pi/extensions/memloop.js`. Driven one-shot (`pi -p`, print mode)
 //! against the fake model as a custom provider in `~/.pi/agent/models.json` (the sandbox's HOME):
-//! the extension's tools in the model's requests, the gate's send-back inside one `pi -p`, the
-//! index in the first request's system prompt, and recall over three prompts of one session
-//! (`-c` continues it). Facts: pi_facts.md.
+//! the extension's tools in the model's requests, the gate's send-back inside one `pi -p` and in a
+//! Pi that keeps running (`pi --mode rpc`), the index in the first request's system prompt, and
+//! recall over three prompts of one session (`-c` continues it). Facts: pi_facts.md.
+
+use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
@@ -11,7 +13,7 @@ use serde_json::{Value, json};
 use super::config::expect;
 use super::fake_model::{Dialect, FakeModel, GATE_MARKER, STORED_TEXT, Script};
 use super::gate::{self, PROMPT, check_loop};
-use super::proc::{self, Output};
+use super::proc::{self, Output, Proc};
 use super::sandbox::Sandbox;
 use super::session_start::{self, NOTE_MARK, all_text, conversation_calls, quiet_script, seed};
 use super::{Ctx, recall};
@@ -404,4 +406,59 @@ pub fn recall(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         last = Some(out);
     }
     recall::check_requests(&firsts, &last.expect("three prompts ran"))
+}
+
+/// A Pi that keeps running (`pi --mode rpc`, as an editor or a TUI session is): one prompt over
+/// stdin writes three files, the extension's gate sends the agent back at that run's
+/// `agent_end`, the second run looks up and stores, and its `agent_end` lets the session rest (no
+/// third run starts).
+pub fn gate_rpc(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    needs(ctx)?;
+    init(sb)?;
+    let fake = FakeModel::start(Dialect::OpenAi, script(ctx, sb))?;
+    set_up(sb, &fake)?;
+    let mut cmd = sb.command(ctx.tools.bin.join("pi"));
+    cmd.args(["--mode", "rpc"]);
+    let deadline = Instant::now() + ctx.gate_timeout;
+    let mut p = Proc::spawn(cmd)?;
+    let prompt = json!({"id": "e2e-1", "type": "prompt", "message": PROMPT});
+    p.write_stdin(&format!("{prompt}\n"))?;
+    // Pi prints `agent_end` after the extensions' handlers for it ran: the verdict is in by then.
+    let is_end =
+        |line: &str| serde_json::from_str::<Value>(line).is_ok_and(|v| v["type"] == "agent_end");
+    let mut ends = 0;
+    while ends < 2 && p.wait_line(deadline, is_end).is_some() {
+        ends += 1;
+    }
+    let rest = Instant::now() + std::time::Duration::from_secs(5);
+    let third = p.wait_line(rest, |line| {
+        serde_json::from_str::<Value>(line).is_ok_and(|v| v["type"] == "agent_start")
+    });
+    p.close_stdin();
+    let out = p.finish(Instant::now() + std::time::Duration::from_secs(30));
+    session_start::save(sb, &fake);
+    let _ = std::fs::write(
+        sb.root.join("pi-rpc.log"),
+        format!("{}\n{}", out.stdout, out.stderr),
+    );
+    println!(
+        "   `pi --mode rpc`: {} runs ended, {} model requests",
+        ends,
+        fake.model_calls().len()
+    );
+    if ends < 2 {
+        bail!(
+            "Pi ended {ends} run(s); the gate's send-back should have started a second\nmodel requests:\n{}{}",
+            fake.transcript(),
+            out.report()
+        );
+    }
+    if third.is_some() {
+        bail!(
+            "a third run started after the store: the stop after it should have passed\nmodel requests:\n{}{}",
+            fake.transcript(),
+            out.report()
+        );
+    }
+    check_loop(&fake, STORE, &sb.repo, &out)
 }
