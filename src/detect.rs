@@ -68,7 +68,7 @@ fn run_version(path: &PathBuf) -> Option<String> {
         .arg("--version")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .ok()?;
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -80,9 +80,14 @@ fn run_version(path: &PathBuf) -> Option<String> {
         std::thread::sleep(Duration::from_millis(10));
     }
     let output = child.wait_with_output().ok()?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    text.lines()
-        .map(str::trim)
-        .find(|line| !line.is_empty())
-        .map(str::to_owned)
+    // Pi 0.73 prints its version on stderr.
+    [&output.stdout, &output.stderr]
+        .into_iter()
+        .find_map(|bytes| {
+            String::from_utf8_lossy(bytes)
+                .lines()
+                .map(str::trim)
+                .find(|line| !line.is_empty())
+                .map(str::to_owned)
+        })
 }

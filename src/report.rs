@@ -28,6 +28,7 @@ pub fn owned(change: &Change) -> String {
             Some(crate::config::FILE_NAME) => "the desired state (commit it)".into(),
             Some(name) if name.ends_with(".js") => match change.target.agents.as_slice() {
                 [crate::config::AgentId::Kilo] => "the Kilo gate plugin".into(),
+                [crate::config::AgentId::Pi] => "the Pi extension (memory tools and gate)".into(),
                 _ => "the OpenCode gate plugin".into(),
             },
             Some("AGENTS.md") => "the rules (whole file)".into(),

@@ -1,5 +1,5 @@
 //! The agents memloop knows, one folder each (`claude/`, `opencode/`, `kimi/`, `codex/`, `gemini/`, `qwen/`,
-//! `copilot/`, `kilo/`): where its files are and what memloop owns in them, its doctor checks, its gate reader
+//! `copilot/`, `kilo/`, `pi/`): where its files are and what memloop owns in them, its doctor checks, its gate reader
 //! and its migrations, behind the `Agent` trait (`agent.rs`). Everything else reaches an agent through `of`, so a
 //! new agent is a new folder, a variant of `AgentId` and one line in `of`.
 //!
@@ -15,6 +15,7 @@ pub mod gemini;
 pub mod kilo;
 pub mod kimi;
 pub mod opencode;
+pub mod pi;
 pub mod qwen;
 
 #[cfg(test)]
@@ -65,6 +66,7 @@ pub fn of(id: AgentId) -> &'static dyn Agent {
         AgentId::Qwen => &qwen::Qwen,
         AgentId::Copilot => &copilot::Copilot,
         AgentId::Kilo => &kilo::Kilo,
+        AgentId::Pi => &pi::Pi,
     }
 }
 

@@ -186,7 +186,11 @@ fn whole_state(before: &Content, content: &str) -> State {
     // `// memloop opencode plugin v1`: the number after the last `v`.
     let version =
         |text: &str| -> Option<u32> { header(text).rsplit_once(" v")?.1.trim().parse().ok() };
-    let what = "the memloop OpenCode plugin".to_owned();
+    let what = if header(content).starts_with("// memloop pi extension") {
+        "the memloop Pi extension".to_owned()
+    } else {
+        "the memloop OpenCode plugin".to_owned()
+    };
     let drift = match before {
         Content::Missing => Drift::Missing,
         Content::File { text } if text == content => Drift::Current,

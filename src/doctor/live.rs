@@ -22,15 +22,37 @@ pub struct Output {
 
 /// Runs `program args` in `cwd` with no stdin, killing it after `timeout`.
 pub fn run(program: &Path, args: &[&str], cwd: &Path, timeout: Duration) -> Result<Output, String> {
+    run_fed(program, args, cwd, timeout, None)
+}
+
+/// [`run`] with `input` on stdin (closed after it), for a program that answers requests there.
+pub fn run_fed(
+    program: &Path,
+    args: &[&str],
+    cwd: &Path,
+    timeout: Duration,
+    input: Option<&str>,
+) -> Result<Output, String> {
     let shown = format!("`{} {}`", program.display(), args.join(" "));
     let mut child = Command::new(program)
         .args(args)
         .current_dir(cwd)
-        .stdin(Stdio::null())
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|err| format!("{shown} could not start: {err}"))?;
+    if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
+        let text = text.to_owned();
+        std::thread::spawn(move || {
+            use std::io::Write as _;
+            let _ = stdin.write_all(text.as_bytes());
+        });
+    }
     let reader = |pipe: Option<Box<dyn std::io::Read + Send>>| {
         std::thread::spawn(move || {
             let mut bytes = Vec::new();

@@ -20,6 +20,7 @@
 //!   `agents-md-size`
 //! - gemini: `context-file`, `hooks`, `server-name`, `trust`, `session-start`
 //! - kilo: `config-json`, `schema`, `entry-shape`, `plugin-file`, `gate-duplicate`
+//! - pi: `extension-file`, `extension-duplicate`, `extension-version`
 
 pub mod curl;
 pub mod drift;

@@ -12,6 +12,9 @@
 //! memloop hook stop --agent opencode   stdin: {"session_id", "cwd", "assistant_messages"} from
 //!                                      the plugin; the calls come from `record`
 //! memloop hook record --agent opencode stdin: {"tool", "sessionID"} (tool.execute.after input)
+//! memloop hook stop --agent pi         stdin: {"session_id", "cwd", "tool_calls": [<name>...],
+//!                                      "assistant_messages"} from memloop's Pi extension at
+//!                                      agent_end: the calls since the last stop it handed over
 //! ```
 //!
 //! Exit status:

@@ -74,8 +74,11 @@ pub const PLUGIN_MARKER: &[u8] = b"[the OpenCode gate plugin from assets/]\n";
 pub const KILO_PLUGIN_MARKER: &[u8] =
     b"[the Kilo gate plugin: the OpenCode plugin as --agent kilo]\n";
 
+/// And this one instead of Pi's extension (for the embedded server).
+pub const PI_EXTENSION_MARKER: &[u8] = b"[the Pi extension from assets/ (embedded server)]\n";
+
 /// Each plugin marker with the plugin it stands for.
-fn plugins() -> [(&'static [u8], Vec<u8>); 2] {
+fn plugins() -> [(&'static [u8], Vec<u8>); 3] {
     [
         (
             PLUGIN_MARKER,
@@ -84,6 +87,10 @@ fn plugins() -> [(&'static [u8], Vec<u8>); 2] {
         (
             KILO_PLUGIN_MARKER,
             memloop::agents::kilo::plugin().into_bytes(),
+        ),
+        (
+            PI_EXTENSION_MARKER,
+            memloop::agents::pi::EXTENSION.as_bytes().to_vec(),
         ),
     ]
 }

@@ -26,6 +26,7 @@ pub mod http;
 mod kilo;
 mod memloop;
 mod netns;
+mod pi;
 pub mod proc;
 mod qwen;
 mod recall;
@@ -193,6 +194,36 @@ const SCENARIOS: &[Scenario] = &[
         name: "gate-kilo-with-opencode",
         about: "OpenCode and Kilo enabled: the server is written once (root opencode.json), each lists it once connected, each loads only its own plugin and a one-shot run of each is sent back once and stores",
         run: kilo::with_opencode,
+    },
+    Scenario {
+        name: "config-pi",
+        about: "memloop init --agents pi: `pi -p` loads .pi/extensions/memloop.js (memory_store and context_query offered beside Pi's own tools) and AGENTS.md's rules; doctor --live sees it through `pi --mode rpc`; memloop uninstall leaves the repository as before",
+        run: pi::config,
+    },
+    Scenario {
+        name: "connected-pi",
+        about: "`pi -p` offers memory_store (the extension's, from memloop serve's tool list) and the call stores a note",
+        run: pi::connected,
+    },
+    Scenario {
+        name: "gate-pi",
+        about: "one-shot `pi -p` writes three files, the extension's agent_end gate sends it back with sendUserMessage before Pi exits, it looks up and stores, the next stop passes",
+        run: pi::gate,
+    },
+    Scenario {
+        name: "gate-pi-rpc",
+        about: "a Pi that keeps running (`pi --mode rpc`): one prompt writes three files, the extension's agent_end gate sends it back, it looks up and stores, and the session rests",
+        run: pi::gate_rpc,
+    },
+    Scenario {
+        name: "session-start-pi",
+        about: "a stored note is in the system prompt of the first model request of `pi -p` (memloop's extension, before_agent_start), once",
+        run: pi::session_start,
+    },
+    Scenario {
+        name: "recall-pi",
+        about: "three prompts of one Pi session (pi -p, then -c): memloop's extension gives no note for a nonsense prompt, the note's full text with one that matches it, not again with a second one",
+        run: pi::recall,
     },
     Scenario {
         name: "doctor-live",

@@ -101,6 +101,12 @@ pub const AGENTS: &[Agent] = &[
         pin: Pin::new("@kilocode/cli", "7.7.7"),
         launch: Launch::Binary(&["node_modules/@kilocode/cli-linux-x64/bin/kilo"]),
     },
+    // A Node program (TypeScript compiled to JS), run by the pinned Node.
+    Agent {
+        key: "pi",
+        pin: Pin::new("@mariozechner/pi-coding-agent", "0.73.1"),
+        launch: Launch::NodeScript("node_modules/@mariozechner/pi-coding-agent/dist/cli.js"),
+    },
 ];
 
 const COPILOT_BINARY: &str = "node_modules/@github/copilot-linux-x64/copilot";
@@ -403,7 +409,11 @@ fn version_of(program: &Path, args: &[&std::ffi::OsStr]) -> Result<String> {
     if !out.success() {
         bail!("{}", out.report());
     }
-    Ok(out.stdout.trim().to_string())
+    // Pi 0.73 prints its version on stderr.
+    match out.stdout.trim() {
+        "" => Ok(out.stderr.trim().to_string()),
+        stdout => Ok(stdout.to_string()),
+    }
 }
 
 fn check_version(program: &Path, pin: Pin) -> Result<()> {

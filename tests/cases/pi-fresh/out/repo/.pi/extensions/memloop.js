@@ -1,0 +1,1 @@
+[the Pi extension from assets/ (embedded server)]

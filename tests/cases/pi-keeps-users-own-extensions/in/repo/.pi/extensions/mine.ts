@@ -1,0 +1,3 @@
+export default function (pi) {
+  pi.on("session_start", async () => {});
+}

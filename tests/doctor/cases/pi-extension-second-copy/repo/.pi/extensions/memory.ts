@@ -1,0 +1,2 @@
+// memloop pi extension v1
+export default function () {}
