@@ -154,10 +154,30 @@ impl Conversation {
 
     /// Sends one message, a line of JSON.
     pub fn send(&mut self, message: &Value) -> Result<(), String> {
-        let stdin = self.stdin.as_mut().ok_or("stdin closed")?;
-        writeln!(stdin, "{message}")
-            .and_then(|()| stdin.flush())
-            .map_err(|err| format!("{} stopped reading its input: {err}", self.shown))
+        let sent = match self.stdin.as_mut() {
+            Some(stdin) => writeln!(stdin, "{message}").and_then(|()| stdin.flush()),
+            None => Ok(()),
+        };
+        // A program that refused its arguments may be gone before the first line: what it
+        // printed says why, not the broken pipe.
+        sent.map_err(|_| self.ended("before reading its input"))
+    }
+
+    /// How the program ended, with the start of what it printed on stderr.
+    fn ended(&mut self, when: &str) -> String {
+        self.stdin.take();
+        let code = self.child.wait().ok().and_then(|status| status.code());
+        let stderr = self
+            .stderr
+            .take()
+            .and_then(|reader| reader.join().ok())
+            .unwrap_or_default();
+        format!(
+            "{} ended ({}) {when}: {}",
+            self.shown,
+            exit_text(code),
+            excerpt(&stderr, 6)
+        )
     }
 
     /// The answer to request `id`: the first line of JSON with that id. Other lines (notices,
@@ -181,18 +201,7 @@ impl Conversation {
                     ));
                 }
                 Err(RecvTimeoutError::Disconnected) => {
-                    let code = self.child.wait().ok().and_then(|status| status.code());
-                    let stderr = self
-                        .stderr
-                        .take()
-                        .and_then(|reader| reader.join().ok())
-                        .unwrap_or_default();
-                    return Err(format!(
-                        "{} ended ({}) before answering request {id}: {}",
-                        self.shown,
-                        exit_text(code),
-                        excerpt(&stderr, 6)
-                    ));
+                    return Err(self.ended(&format!("before answering request {id}")));
                 }
             }
         }
