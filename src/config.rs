@@ -55,10 +55,11 @@ pub enum AgentId {
     Qwen,
     Copilot,
     Kilo,
+    Droid,
 }
 
 impl AgentId {
-    pub const ALL: [AgentId; 8] = [
+    pub const ALL: [AgentId; 9] = [
         AgentId::Claude,
         AgentId::Opencode,
         AgentId::Kimi,
@@ -67,6 +68,7 @@ impl AgentId {
         AgentId::Qwen,
         AgentId::Copilot,
         AgentId::Kilo,
+        AgentId::Droid,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -79,6 +81,7 @@ impl AgentId {
             AgentId::Qwen => "qwen",
             AgentId::Copilot => "copilot",
             AgentId::Kilo => "kilo",
+            AgentId::Droid => "droid",
         }
     }
 
@@ -94,6 +97,7 @@ impl AgentId {
             AgentId::Qwen => "Qwen Code",
             AgentId::Copilot => "Copilot CLI",
             AgentId::Kilo => "Kilo Code CLI",
+            AgentId::Droid => "Factory Droid",
         }
     }
 
