@@ -115,3 +115,52 @@ fn droid_session_start_and_prompt_answer_in_hook_json() {
         .unwrap();
     assert!(recalled.contains("vendored OpenSSL"), "{recalled}");
 }
+
+fn git_in(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@127.0.0.1")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@127.0.0.1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+fn row(id: &str, tool: &str) -> String {
+    json!({"type": "message", "id": id, "message": {"role": "assistant",
+        "content": [{"type": "tool_use", "id": format!("c-{id}"), "name": tool, "input": {}}]}})
+    .to_string()
+}
+
+/// A file changed through `Execute` (no edit tool call) counts as an edit, as Bash's do for
+/// Claude Code: the window holds a shell call, so the gate looks at the worktree.
+#[test]
+fn edits_made_through_execute_are_seen() {
+    let world = World::new();
+    let repo = &world.repo;
+    git_in(repo, &["init", "-q"]);
+    std::fs::write(repo.join("tax.py"), "round(total)\n").unwrap();
+    git_in(repo, &["add", "tax.py"]);
+    git_in(repo, &["commit", "-qm", "init"]);
+    let transcript = world.repo.join("../d4.jsonl");
+    append(&transcript, &[&row("a1", "memory___context_query")]);
+    // The session's log exists before the edit (file times tick in jiffies).
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    std::fs::write(repo.join("tax.py"), "round(line) for line in lines\n").unwrap();
+    append(&transcript, &[&row("a2", "Execute"), &row("a3", "Read")]);
+    let input = json!({"session_id": "d4", "transcript_path": transcript, "cwd": repo,
+        "hook_event_name": "Stop", "message_id": "a3", "stop_hook_active": false});
+    let out = world.hook(&["stop", "--agent", "droid"], &input.to_string());
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let reason = answer["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("KNOWLEDGE CHECK: Modified 1 file(s) but stored nothing."),
+        "{answer}"
+    );
+}
