@@ -216,6 +216,11 @@ const SCENARIOS: &[Scenario] = &[
         run: droid::session_start,
     },
     Scenario {
+        name: "recall-droid",
+        about: "as recall-claude in one `droid exec --input-format stream-jsonrpc` session (three droid.add_user_message): the UserPromptSubmit hook's additionalContext",
+        run: droid::recall,
+    },
+    Scenario {
         name: "doctor-live",
         about: "`memloop doctor --live` on a correct install: claude mcp get, opencode debug config, kimi doctor config, codex mcp list --json and features list, gemini mcp list, qwen mcp list, copilot mcp list and instruction list, and the server probe all ok",
         run: doctor::live,

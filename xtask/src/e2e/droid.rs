@@ -14,8 +14,11 @@
 //!   stop passes.
 //! - `session-start-droid`: a stored note is in the first model request (SessionStart
 //!   `additionalContext`).
+//! - `recall-droid`: three prompts of one JSON-RPC session get the matching note once
+//!   (UserPromptSubmit `additionalContext`).
 
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
@@ -23,7 +26,7 @@ use serde_json::{Value, json};
 use super::Ctx;
 use super::config::expect;
 use super::fake_model::{Dialect, FakeModel, GATE_MARKER, Script};
-use super::proc::{self, Output};
+use super::proc::{self, Output, Proc};
 use super::sandbox::Sandbox;
 use super::session_start::{self, NOTE_MARK};
 
@@ -39,7 +42,7 @@ fn droid(ctx: &Ctx) -> PathBuf {
 }
 
 fn memloop(sb: &Sandbox, args: &[&str]) -> Result<()> {
-    let out = sb.run("memloop", args, std::time::Duration::from_secs(60))?;
+    let out = sb.run("memloop", args, Duration::from_secs(60))?;
     expect(
         out.success(),
         &format!(
@@ -306,4 +309,78 @@ pub fn session_start(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     )?;
     println!("   first request (#{}) holds the index once", first.seq);
     Ok(())
+}
+
+/// Droid in one process over its JSON-RPC protocol (`droid exec --input-format stream-jsonrpc`):
+/// `droid.initialize_session`, then one `droid.add_user_message` per prompt, each awaited until
+/// the turn completes. That is Droid's session path with UserPromptSubmit (a plain `droid exec`
+/// never runs it); the hook's `additionalContext` is a user message before the prompt.
+pub fn recall(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    session_start::needs(ctx)?;
+    let mut script = session_start::quiet_script(ctx, sb);
+    script.write_tool = "Create".into();
+    script.store_tool = STORE.into();
+    let fake = FakeModel::start(Dialect::OpenAi, script)?;
+    install(ctx, sb, &fake)?;
+    session_start::seed(sb)?;
+    let mut cmd = sb.command(droid(ctx));
+    cmd.args([
+        "exec",
+        "--input-format",
+        "stream-jsonrpc",
+        "--output-format",
+        "stream-jsonrpc",
+        "-m",
+        MODEL,
+    ]);
+    let request = |id: usize, method: &str, params: Value| {
+        let line = json!({"jsonrpc": "2.0", "type": "request", "factoryApiVersion": "1.0.0",
+            "id": id.to_string(), "method": method, "params": params});
+        format!("{line}\n")
+    };
+    let deadline = Instant::now() + ctx.gate_timeout;
+    let mut p = Proc::spawn(cmd)?;
+    p.write_stdin(&request(
+        1,
+        "droid.initialize_session",
+        json!({"sessionId": "00000000-0000-4000-8000-00000000e2e0", "machineId": "e2e",
+            "cwd": sb.repo, "modelId": MODEL, "autonomyLevel": "high"}),
+    ))?;
+    let started = p.wait_line(deadline, |l| l.contains("\"id\":\"1\""));
+    let mut firsts = Vec::new();
+    if started.as_deref().is_some_and(|l| l.contains("\"result\"")) {
+        for (i, text) in super::recall::PROMPTS.iter().enumerate() {
+            let before = session_start::conversation_calls(&fake).len();
+            p.write_stdin(&request(
+                10 + i,
+                "droid.add_user_message",
+                json!({"messageId": format!("00000000-0000-4000-8000-00000000e2e{}", i + 1), "text": text}),
+            ))?;
+            if p.wait_line(deadline, |l| l.contains("\"agent_turn_completed\""))
+                .is_none()
+            {
+                break;
+            }
+            if let Some(first) = session_start::conversation_calls(&fake)
+                .into_iter()
+                .nth(before)
+            {
+                firsts.push((first.seq, first.body));
+            }
+        }
+    }
+    p.close_stdin();
+    let out = p.finish(deadline.max(Instant::now() + Duration::from_secs(20)));
+    let _ = std::fs::write(sb.root.join("model-requests.jsonl"), fake.dump());
+    if firsts.len() < super::recall::PROMPTS.len() {
+        bail!(
+            "Droid answered {} of {} prompts within {:.0?} (session started: {started:?})\nmodel requests:\n{}{}",
+            firsts.len(),
+            super::recall::PROMPTS.len(),
+            ctx.gate_timeout,
+            fake.transcript(),
+            out.report()
+        );
+    }
+    super::recall::check_requests(&firsts, &out)
 }
