@@ -197,7 +197,7 @@ const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "config-droid",
-        about: "memloop init --agents droid: `droid mcp list` lists memory from .factory/mcp.json, `droid exec` runs the SessionStart hook from .factory/settings.json and leaves both files as written; uninstall takes them back",
+        about: "memloop init --agents droid: `droid mcp list` lists memory from .factory/mcp.json, `memloop doctor --live` is all ok, `droid exec` runs the SessionStart hook from .factory/settings.json and leaves both files as written; uninstall takes them back",
         run: droid::config,
     },
     Scenario {

@@ -157,6 +157,7 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         );
     }
     println!("   droid mcp list: {}", line.unwrap_or_default());
+    doctor_live(ctx, sb)?;
 
     let out = exec(ctx, sb, &fake, "Say hello.")?;
     expect(out.success(), "droid exec failed", &out)?;
@@ -195,6 +196,47 @@ pub fn config(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         bail!("Droid still lists {SERVER} after memloop uninstall: {line}");
     }
     println!("   uninstall: .factory/settings.json and mcp.json gone, no server listed");
+    Ok(())
+}
+
+/// `memloop doctor --live`: its `droid.live` verdict (from `droid mcp list`) is ok, and the
+/// doctor finds nothing wrong on this install.
+fn doctor_live(ctx: &Ctx, sb: &Sandbox) -> Result<()> {
+    let out = sb.run(
+        "memloop",
+        &["doctor", "--live", "--format", "json"],
+        ctx.timeout * 2,
+    )?;
+    let report: Value = serde_json::from_str(&out.stdout).map_err(|err| {
+        anyhow::anyhow!(
+            "`memloop doctor --live` printed no JSON ({err})\n{}",
+            out.report()
+        )
+    })?;
+    let findings = report["findings"].as_array().cloned().unwrap_or_default();
+    let live = findings.iter().find(|f| f["id"] == "droid.live");
+    let Some(live) = live.filter(|f| f["severity"] == "ok") else {
+        bail!(
+            "`memloop doctor --live` gave no ok `droid.live`: {live:?}\n{}",
+            out.report()
+        );
+    };
+    let bad: Vec<String> = findings
+        .iter()
+        .filter(|f| f["severity"] == "error" || f["severity"] == "warning")
+        .map(|f| format!("{} {}: {}", f["severity"], f["id"], f["message"]))
+        .collect();
+    if !bad.is_empty() || !out.success() {
+        bail!(
+            "`memloop doctor --live` on a correct install:\n{}\n{}",
+            bad.join("\n"),
+            out.report()
+        );
+    }
+    println!(
+        "   doctor --live: {}",
+        live["message"].as_str().unwrap_or_default()
+    );
     Ok(())
 }
 
