@@ -65,7 +65,7 @@ impl super::agent::Agent for Droid {
         &[McpFile {
             agent: AgentId::Droid,
             name: MCP_FILE,
-            syntax: Syntax::Verbatim,
+            syntax: Syntax::Dollar,
             dialect: DIALECT,
             servers: "mcpServers",
             maps: &["headers", "env"],
