@@ -7,6 +7,9 @@
 //!   off; `settings.local.json` holds no hooks Droid runs.
 //! - `"disabled": true` on memloop's server entry keeps it from starting.
 //! - Rules: every one of `CLAUDE.md` and `AGENTS.md` is read, once per real file.
+//! - Every level's `Stop` list runs: memloop's gate also in `~/.factory/settings.json` judges
+//!   each stop twice.
+//! - The TUI runs no project hook in a folder missing from `trustedFolders` (it asks first).
 
 use serde_json::Value;
 
@@ -34,6 +37,12 @@ pub fn check(d: &mut Doctor) {
     let user = load(d, &user_path, "~/.factory/settings.json", "hooks");
     hooks_disabled(d, [settings.as_ref(), user.as_ref()]);
     hooks_json(d);
+    if let Some(user) = &user {
+        second_gate(d, user);
+    }
+    if d.agent(AGENT).installed() {
+        trusted_folder(d, user.as_ref());
+    }
     if let Some(mcp) = load(d, &root.join(MCP_FILE), MCP_FILE, "servers") {
         server_disabled(d, &mcp);
     }
@@ -161,4 +170,70 @@ fn server_disabled(d: &mut Doctor, mcp: &JsonFile) {
             .fix(format!("remove `disabled` from `{name}`")),
         );
     }
+}
+
+/// memloop's gate in the user's `~/.factory/settings.json` too: Droid runs the Stop lists of
+/// every level, so each stop would be judged twice.
+fn second_gate(d: &mut Doctor, user: &JsonFile) {
+    let Some(groups) = user.get(&["hooks", "Stop"]).and_then(Value::as_array) else {
+        return;
+    };
+    for (i, group) in groups.iter().enumerate() {
+        let hooks = group.get("hooks").and_then(Value::as_array);
+        let Some(j) = hooks.and_then(|hooks| {
+            hooks.iter().position(|h| {
+                h.get("command")
+                    .and_then(Value::as_str)
+                    .is_some_and(|c| c.contains("memloop hook stop"))
+            })
+        }) else {
+            continue;
+        };
+        d.push(
+            Finding::warning(
+                AGENT,
+                "second-gate",
+                format!(
+                    "{} also runs `memloop hook stop`: Droid runs the Stop hooks of every level, so the gate would judge each stop twice",
+                    user.display
+                ),
+            )
+            .at(
+                &user.display,
+                user.line(&[
+                    Step::Key("hooks"),
+                    Step::Key("Stop"),
+                    Step::Index(i),
+                    Step::Key("hooks"),
+                    Step::Index(j),
+                ]),
+            )
+            .fix(format!("remove that hook; memloop's is in {SETTINGS_FILE}")),
+        );
+        return;
+    }
+}
+
+/// Droid's TUI runs no project hook in a folder the user has not trusted (`trustedFolders` in
+/// `~/.factory/settings.json`, keyed by the folder or a parent); it asks on its first start
+/// there. `droid exec` runs them in any folder. memloop writes no trust of its own.
+fn trusted_folder(d: &mut Doctor, user: Option<&JsonFile>) {
+    let root = std::fs::canonicalize(&d.repo.root).unwrap_or_else(|_| d.repo.root.clone());
+    let trusted = user
+        .and_then(|user| user.get(&["trustedFolders"]))
+        .and_then(Value::as_object)
+        .is_some_and(|folders| {
+            folders
+                .keys()
+                .any(|folder| root.starts_with(std::path::Path::new(folder)))
+        });
+    let finding = match trusted {
+        true => Finding::ok(AGENT, "trust", "this folder is trusted in Droid's TUI"),
+        false => Finding::info(
+            AGENT,
+            "trust",
+            "this folder is not trusted in Droid's TUI yet: Droid asks on its first start here and runs no project hook (the gate, the index, recall) until you say yes; `droid exec` runs them regardless",
+        ),
+    };
+    d.push(finding);
 }
