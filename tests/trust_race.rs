@@ -191,19 +191,21 @@ fn race(style: Style, runs: u64) -> Tally {
 #[test]
 fn trust_racing_an_agent_that_rewrites_its_config_never_loses_a_write_silently() {
     for style in [Style::AtomicReplace, Style::InPlace] {
-        // Rounds of 16 until a race was lost (reported, or a half-written file refused): on a
-        // busy machine the timing may spare a round; every round still counts silent losses.
+        // Rounds of 16 until a race was lost (reported, or a half-written file refused) and a
+        // thousand rewrites raced: on a busy machine the timing may spare a round, and the agent
+        // thread gets fewer turns, so more rounds are run; every round counts silent losses.
         let mut rounds = Vec::new();
+        let mut rewrites = 0;
         loop {
             let tally = race(style, 16);
             eprintln!("{style:?}: {tally:?}");
-            let lost_visibly = tally.reported + tally.refused_partial > 0;
+            rewrites += tally.rewrites;
             rounds.push(tally);
-            if lost_visibly || rounds.len() == 4 {
+            let lost_visibly = rounds.iter().any(|t| t.reported + t.refused_partial > 0);
+            if rewrites >= 1000 && (lost_visibly || rounds.len() >= 4) || rounds.len() == 16 {
                 break;
             }
         }
-        let rewrites: u64 = rounds.iter().map(|t| t.rewrites).sum();
         assert!(
             rewrites >= 1000,
             "{style:?}: only {rewrites} rewrites raced the runs"

@@ -2,9 +2,10 @@
 //! asked lives with the agent (`agents::<agent>::live`); here is how a program is run and its
 //! answer read.
 
-use std::io::Read as _;
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -72,6 +73,116 @@ pub fn run(program: &Path, args: &[&str], cwd: &Path, timeout: Duration) -> Resu
         stdout: out.join().unwrap_or_default(),
         stderr: err.join().unwrap_or_default(),
     })
+}
+
+/// A program that answers JSON-RPC on its stdin and stdout (`codex app-server`), asked one
+/// question after another within one deadline; it is stopped when this is dropped.
+pub struct Conversation {
+    shown: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    stderr: Option<std::thread::JoinHandle<String>>,
+    deadline: Instant,
+}
+
+impl Conversation {
+    pub fn start(
+        program: &Path,
+        args: &[&str],
+        cwd: &Path,
+        timeout: Duration,
+    ) -> Result<Conversation, String> {
+        let shown = format!("`{} {}`", program.display(), args.join(" "));
+        let mut child = Command::new(program)
+            .args(args)
+            .current_dir(cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|err| format!("{shown} could not start: {err}"))?;
+        let (sender, lines) = std::sync::mpsc::channel();
+        if let Some(stdout) = child.stdout.take() {
+            std::thread::spawn(move || {
+                for line in BufReader::new(stdout).lines() {
+                    let Ok(line) = line else { break };
+                    if sender.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        let stderr = child.stderr.take().map(|mut pipe| {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                let _ = pipe.read_to_end(&mut bytes);
+                String::from_utf8_lossy(&bytes).into_owned()
+            })
+        });
+        Ok(Conversation {
+            shown,
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            stderr,
+            deadline: Instant::now() + timeout,
+        })
+    }
+
+    /// Sends one message, a line of JSON.
+    pub fn send(&mut self, message: &Value) -> Result<(), String> {
+        let stdin = self.stdin.as_mut().ok_or("stdin closed")?;
+        writeln!(stdin, "{message}")
+            .and_then(|()| stdin.flush())
+            .map_err(|err| format!("{} stopped reading its input: {err}", self.shown))
+    }
+
+    /// The answer to request `id`: the first line of JSON with that id. Other lines (notices,
+    /// logs) are passed over.
+    pub fn answer(&mut self, id: u64) -> Result<Value, String> {
+        loop {
+            let left = self.deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    let Ok(message) = serde_json::from_str::<Value>(line.trim()) else {
+                        continue;
+                    };
+                    if message.get("id").and_then(Value::as_u64) == Some(id) {
+                        return Ok(message);
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(format!(
+                        "{} gave no answer to request {id} in time and was stopped",
+                        self.shown
+                    ));
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    let code = self.child.wait().ok().and_then(|status| status.code());
+                    let stderr = self
+                        .stderr
+                        .take()
+                        .and_then(|reader| reader.join().ok())
+                        .unwrap_or_default();
+                    return Err(format!(
+                        "{} ended ({}) before answering request {id}: {}",
+                        self.shown,
+                        exit_text(code),
+                        excerpt(&stderr, 6)
+                    ));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Conversation {
+    fn drop(&mut self) {
+        self.stdin.take();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// The first few non-empty lines of a text, joined for a one-line message (terminal colours

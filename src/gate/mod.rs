@@ -49,6 +49,7 @@ use crate::config::{self, AgentId, Config, GateConfig};
 
 pub mod jsonl;
 pub mod rules;
+pub mod skim;
 pub mod state;
 pub mod worktree;
 

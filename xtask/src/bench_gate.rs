@@ -1,4 +1,4 @@
-//! `cargo xtask bench gate [--sizes 1,10,100] [--runs N] [--skip-worktree]`: the Stop gate against a Python
+//! `cargo xtask bench gate [--sizes 1,10,100] [--runs N] [--skip-worktree] [--keep]`: the Stop gate against a Python
 //! baseline that re-reads the whole transcript at every stop, as the seed's hook does.
 //!
 //! Whole processes on the same generated transcripts in the same run: wall time from spawn to
@@ -82,10 +82,13 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         cost.print();
     }
     println!(
-        "(a child's peak RSS includes this process's own peak at spawn, {:.1} MiB here, so \
-         small figures are upper bounds)",
-        own_peak_kib() as f64 / 1024.0
+        "(children are forked: a child's peak RSS counts the anonymous memory it copied from \
+         this process, {:.1} MiB here, so small figures are upper bounds)",
+        own_anonymous_kib() as f64 / 1024.0
     );
+    if options.keep {
+        println!("transcripts kept under {}", temp.keep().display());
+    }
     check_targets(&rows, worktree.as_ref())
 }
 
@@ -234,7 +237,7 @@ fn worktree_cost(memloop: &Path, temp: &Path, runs: usize) -> anyhow::Result<Wor
 }
 
 /// Both programs read from the page cache, not the disk. Read in small pieces: this
-/// process's peak RSS becomes part of every child's (the kernel carries it over the exec).
+/// process's memory becomes part of every child's peak (see [`spawn_measured`]).
 fn warm_cache(path: &Path) -> anyhow::Result<()> {
     let mut file = std::fs::File::open(path)?;
     let mut buf = vec![0u8; 64 << 10];
@@ -242,14 +245,14 @@ fn warm_cache(path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// VmHWM of this process in KiB (0 where /proc is missing).
-fn own_peak_kib() -> u64 {
+/// RssAnon of this process in KiB (0 where /proc is missing).
+fn own_anonymous_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|status| {
             status
                 .lines()
-                .find_map(|line| line.strip_prefix("VmHWM:"))
+                .find_map(|line| line.strip_prefix("RssAnon:"))
                 .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
         })
         .unwrap_or(0)
@@ -259,6 +262,8 @@ struct Options {
     sizes: Vec<u64>,
     runs: usize,
     worktree: bool,
+    /// Leaves the transcripts behind, to profile the gate on them.
+    keep: bool,
 }
 
 impl Options {
@@ -267,6 +272,7 @@ impl Options {
             sizes: vec![1, 10, 100],
             runs: 15,
             worktree: true,
+            keep: false,
         };
         let mut args = args.iter();
         while let Some(arg) = args.next() {
@@ -287,8 +293,9 @@ impl Options {
                     ensure!(options.runs > 0, "--runs must be at least 1");
                 }
                 "--skip-worktree" => options.worktree = false,
+                "--keep" => options.keep = true,
                 other => bail!(
-                    "unknown argument {other:?}; usage: cargo xtask bench gate [--sizes 1,10,100] [--runs N] [--skip-worktree]"
+                    "unknown argument {other:?}; usage: cargo xtask bench gate [--sizes 1,10,100] [--runs N] [--skip-worktree] [--keep]"
                 ),
             }
         }
@@ -594,6 +601,14 @@ fn spawn_measured(mut command: Command, stdin: &str) -> anyhow::Result<Sample> {
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
+    // The kernel carries the memory a child had before its exec into its peak. A spawn that
+    // shares this process's memory until the exec (what `Command` does by default) hands it
+    // this process's whole peak; a hook before the exec makes it fork instead, and a forked
+    // child starts with only the anonymous pages it copied.
+    // SAFETY: the hook runs between fork and exec and does nothing.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, || Ok(()));
+    }
     let start = Instant::now();
     let mut child = command
         .spawn()

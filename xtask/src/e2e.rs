@@ -222,7 +222,7 @@ const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "doctor-live",
-        about: "`memloop doctor --live` on a correct install: claude mcp get, opencode debug config, kimi doctor config, codex mcp list --json and features list, gemini mcp list, qwen mcp list, copilot mcp list and instruction list, and the server probe all ok",
+        about: "`memloop doctor --live` on a correct install: claude mcp get, opencode debug config, kimi doctor config, codex mcp list --json, features list and app-server hooks/list (all three memloop hooks trusted), gemini mcp list, qwen mcp list, copilot mcp list and instruction list, and the server probe all ok; then memloop's Codex Stop handler edited: Codex reports it modified and doctor says so",
         run: doctor::live,
     },
     Scenario {

@@ -29,6 +29,7 @@ use serde_json::Value;
 
 use crate::gate::jsonl::{self, Cursor};
 use crate::gate::rules::ToolSets;
+use crate::gate::skim::{Kind, RawString, Skim};
 use crate::gate::state::{self, State, Store};
 use crate::gate::{Reader, Reading, Session, read_session};
 
@@ -73,6 +74,7 @@ fn expand_home(path: &str) -> PathBuf {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct Row {
     #[serde(rename = "type")]
     kind: Option<String>,
@@ -80,6 +82,7 @@ struct Row {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct Message {
     id: Option<String>,
     #[serde(default)]
@@ -88,9 +91,11 @@ struct Message {
 
 /// `message.content`: an array of blocks; a plain string (a text-only message) holds none.
 #[derive(Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct Blocks(Vec<Block>);
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct Block {
     #[serde(rename = "type")]
     kind: Option<String>,
@@ -185,7 +190,36 @@ impl WordMix {
 /// A block's `text` when it is a string; anything else in its place holds no text. Kept as
 /// read, not keyed: only the newest text of a read is ever compared ([`Tail`]).
 #[derive(Default)]
-struct TextField(Option<String>);
+#[cfg_attr(test, derive(Debug, PartialEq))]
+struct TextField(Option<Text>);
+
+/// A text as serde decodes it, or as a skimmed row holds it: left as written, decoded only when
+/// it turns out to be the newest text of the read.
+#[cfg_attr(test, derive(Debug))]
+enum Text {
+    Decoded(String),
+    Written(RawString),
+}
+
+impl Text {
+    fn key(&self) -> Option<TextKey> {
+        match self {
+            Text::Decoded(text) => Some(TextKey::of(text)),
+            Text::Written(raw) => raw.decode().map(|text| TextKey::of(&text)),
+        }
+    }
+}
+
+#[cfg(test)]
+impl PartialEq for Text {
+    fn eq(&self, other: &Text) -> bool {
+        let decoded = |text: &Text| match text {
+            Text::Decoded(text) => Some(text.clone()),
+            Text::Written(raw) => raw.decode().map(|text| text.into_owned()),
+        };
+        decoded(self) == decoded(other)
+    }
+}
 
 impl<'de> Deserialize<'de> for TextField {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -199,7 +233,7 @@ impl<'de> Deserialize<'de> for TextField {
             }
 
             fn visit_str<E: de::Error>(self, text: &str) -> Result<TextField, E> {
-                Ok(TextField(Some(text.to_owned())))
+                Ok(TextField(Some(Text::Decoded(text.to_owned()))))
             }
 
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TextField, A::Error> {
@@ -343,6 +377,122 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Lenient<T> {
     }
 }
 
+/// The transcript's rows are read with [`Skim`], which decodes only the fields below and passes
+/// over the rest (most of a row is thinking, tool input and text); the serde derives above stay
+/// the reference, used for lines too long to hold and compared with these in the tests. A
+/// repeated field is an error, as in the derives.
+impl Row {
+    fn skim(line: &[u8]) -> Option<Row> {
+        let mut skim = Skim::new(line);
+        let mut kind = Field::default();
+        let mut message = Field::default();
+        skim.object(|key, skim| {
+            if key.is("type") {
+                kind.set(skim.optional_string()?)
+            } else if key.is("message") {
+                message.set(match skim.kind()? {
+                    Kind::Null => skim.null().map(|()| None)?,
+                    Kind::Object => Some(Message::skim(skim)?),
+                    // An array would fill the struct by position in serde; no agent writes one.
+                    _ => return None,
+                })
+            } else {
+                skim.skip()
+            }
+        })?;
+        skim.finished().then(|| Row {
+            kind: kind.value.flatten(),
+            message: message.value.flatten(),
+        })
+    }
+}
+
+impl Message {
+    fn skim(skim: &mut Skim) -> Option<Message> {
+        let mut id = Field::default();
+        let mut content = Field::default();
+        skim.object(|key, skim| {
+            if key.is("id") {
+                id.set(skim.optional_string()?)
+            } else if key.is("content") {
+                content.set(Blocks::skim(skim)?)
+            } else {
+                skim.skip()
+            }
+        })?;
+        Some(Message {
+            id: id.value.flatten(),
+            content: content.value.unwrap_or_default(),
+        })
+    }
+}
+
+impl Blocks {
+    fn skim(skim: &mut Skim) -> Option<Blocks> {
+        let mut blocks = Vec::new();
+        if skim.kind()? != Kind::Array {
+            skim.skip()?;
+            return Some(Blocks(blocks));
+        }
+        skim.array(|skim| match skim.kind()? {
+            Kind::Object => Block::skim(skim).map(|block| blocks.push(block)),
+            _ => skim.skip(),
+        })?;
+        Some(Blocks(blocks))
+    }
+}
+
+impl Block {
+    fn skim(skim: &mut Skim) -> Option<Block> {
+        let mut kind = Field::default();
+        let mut id = Field::default();
+        let mut name = Field::default();
+        let mut text = Field::default();
+        skim.object(|key, skim| {
+            if key.is("type") {
+                kind.set(skim.optional_string()?)
+            } else if key.is("id") {
+                id.set(skim.optional_string()?)
+            } else if key.is("name") {
+                name.set(skim.optional_string()?)
+            } else if key.is("text") {
+                text.set(match skim.kind()? {
+                    Kind::String => TextField(Some(Text::Written(skim.string()?.to_owned()))),
+                    _ => skim.skip().map(|()| TextField(None))?,
+                })
+            } else {
+                skim.skip()
+            }
+        })?;
+        Some(Block {
+            kind: kind.value.flatten(),
+            id: id.value.flatten(),
+            name: name.value.flatten(),
+            text: text.value.unwrap_or_default(),
+        })
+    }
+}
+
+/// A field of a skimmed object: set once; a second time is an error.
+struct Field<T> {
+    value: Option<T>,
+}
+
+impl<T> Default for Field<T> {
+    fn default() -> Self {
+        Field { value: None }
+    }
+}
+
+impl<T> Field<T> {
+    fn set(&mut self, value: T) -> Option<()> {
+        match self.value.replace(value) {
+            None => Some(()),
+            Some(_) => None,
+        }
+    }
+}
+
 /// What one read of the transcript found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Caught {
@@ -371,7 +521,7 @@ pub fn collect(
     let mut slept = false;
     let caught = loop {
         let mut tail = Tail::Unchanged;
-        offset = jsonl::read_rows(&file, offset, b"\"assistant\"", |row: Row| {
+        offset = jsonl::read_rows_with(&file, offset, b"\"assistant\"", Row::skim, |row: Row| {
             apply(state, row, tools, &mut tail)
         })
         .with_context(|| format!("cannot read {}", transcript.display()))?;
@@ -405,7 +555,7 @@ pub fn collect(
 enum Tail {
     #[default]
     Unchanged,
-    Text(String),
+    Text(Text),
     NotText,
 }
 
@@ -413,7 +563,7 @@ impl Tail {
     fn settle(self, state: &mut State) {
         match self {
             Tail::Unchanged => {}
-            Tail::Text(text) => state.tail_text = Some(TextKey::of(&text).0),
+            Tail::Text(text) => state.tail_text = text.key().map(|key| key.0),
             Tail::NotText => state.tail_text = None,
         }
     }
@@ -513,7 +663,7 @@ mod tests {
 
     fn feed(state: &mut State, lines: &[&str]) {
         for line in lines {
-            if let Ok(row) = serde_json::from_str::<Row>(line) {
+            if let Some(row) = Row::skim(line.as_bytes()) {
                 let mut tail = Tail::Unchanged;
                 apply(state, row, &tools(), &mut tail);
                 tail.settle(state);
@@ -540,6 +690,136 @@ mod tests {
             ("ü", "u"),
         ] {
             assert_ne!(key(a), key(b), "{a:?} vs {b:?}");
+        }
+    }
+
+    fn both_ways(line: &str) -> (Option<Row>, Option<Row>) {
+        (
+            Row::skim(line.as_bytes()),
+            serde_json::from_str::<Row>(line).ok(),
+        )
+    }
+
+    #[test]
+    fn a_skimmed_row_is_the_row_serde_reads() {
+        let rows = [
+            r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"a\nb"},{"type":"tool_use","id":"t1","name":"Edit","input":{"x":[1,{"y":"}"}]}}]}}"#,
+            r#"{"message":{"content":"plain text"},"type":"assistant"}"#,
+            r#"{"type":"assistant","message":{"id":null,"content":[7,"s",[1],{"type":"text","text":{"no":1}}]}}"#,
+            r#" { "type" : "assistant" , "message" : null } "#,
+            r#"{"type":"assistant","message":{"id":"m","content":[]},"extra":[true,false,null,-1.5e3]}"#,
+            r#"{"typ\u0065":"assistant","message":{"\u0069d":"m\u00e9","content":[{"nam\u0065":"Bash"}]}}"#,
+        ];
+        for line in rows {
+            let (skimmed, parsed) = both_ways(line);
+            assert!(parsed.is_some(), "{line}");
+            assert_eq!(skimmed, parsed, "{line}");
+        }
+    }
+
+    #[test]
+    fn rows_serde_refuses_are_refused_when_skimmed() {
+        let rows = [
+            r#"{"type":"assistant","type":"user"}"#,
+            r#"{"type":"assistant","message":{"id":"a","id":"b"}}"#,
+            r#"{"type":"assistant","message":{"content":[{"name":"a","name":"b"}]}}"#,
+            r#"{"type":"assistant","message":{"content":[{"text":"a","text":"b"}]}}"#,
+            r#"{"type":1}"#,
+            r#"{"type":"assistant","message":"text"}"#,
+            r#"{"type":"assistant","message":{"id":7}}"#,
+            r#"{"type":"assistant","message":{"content":[{"name":["Edit"]}]}}"#,
+            r#"{"type":"assistant"} trailing"#,
+            r#"{"type":"assistant""#,
+            r#"{"type":"bad \q escape"}"#,
+            "[1]",
+            "",
+        ];
+        for line in rows {
+            let (skimmed, parsed) = both_ways(line);
+            assert!(parsed.is_none(), "{line}");
+            assert_eq!(skimmed, None, "{line}");
+        }
+    }
+
+    /// A JSON value in the places a transcript row has them, odd types included.
+    fn any_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            any::<f64>()
+                .prop_filter("finite", |n| n.is_finite())
+                .prop_map(|n| json!(n)),
+            "\\PC{0,12}|[\"\\\\\n\t\u{1}\u{7f}\u{e9}\u{1F600}{}\\[\\],:]{0,12}"
+                .prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::btree_map("[a-z]{1,5}|type|id|name|text", inner, 0..4)
+                    .prop_map(|map| Value::Object(map.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn any_block() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        prop_oneof![
+            any_value(),
+            (
+                prop_oneof![Just(json!("text")), Just(json!("tool_use")), any_value()],
+                proptest::option::of(any_value()),
+                proptest::option::of(any_value()),
+                proptest::option::of(any_value()),
+                any_value(),
+            )
+                .prop_map(|(kind, id, name, text, input)| {
+                    let mut block = json!({"type": kind, "input": input});
+                    for (key, value) in [("id", id), ("name", name), ("text", text)] {
+                        if let Some(value) = value {
+                            block[key] = value;
+                        }
+                    }
+                    block
+                }),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+        #[test]
+        fn any_row_reads_the_same_skimmed_or_parsed(
+            kind in proptest::option::of(proptest::prop_oneof![proptest::strategy::Just(json!("assistant")), any_value()]),
+            id in proptest::option::of(any_value()),
+            content in proptest::option::of(proptest::prop_oneof![
+                proptest::strategy::Strategy::prop_map(proptest::collection::vec(any_block(), 0..5), Value::Array),
+                any_value(),
+            ]),
+            null_message in proptest::bool::ANY,
+            extra in any_value(),
+            pretty in proptest::bool::ANY,
+        ) {
+            let mut message = json!({"model": "m", "usage": extra.clone()});
+            if let Some(id) = id {
+                message["id"] = id;
+            }
+            if let Some(content) = content {
+                message["content"] = content;
+            }
+            let mut row = json!({"parentUuid": extra, "message": message});
+            if null_message {
+                row["message"] = Value::Null;
+            }
+            if let Some(kind) = kind {
+                row["type"] = kind;
+            }
+            let line = match pretty {
+                true => serde_json::to_string_pretty(&row).unwrap(),
+                false => serde_json::to_string(&row).unwrap(),
+            };
+            let (skimmed, parsed) = both_ways(&line);
+            proptest::prop_assert_eq!(skimmed, parsed, "{}", line);
         }
     }
 

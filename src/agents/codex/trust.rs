@@ -21,25 +21,66 @@ use crate::edit::toml::EntryValue;
 use crate::repo::Context;
 use crate::target::{Desired, Format, Fragment, Scope, Target};
 
+/// One of memloop's handlers in `.codex/hooks.json` as Codex's trust sees it.
+pub struct Handler {
+    /// The event as the hooks file names it (`Stop`).
+    pub event: &'static str,
+    /// The event as Codex's trust key and hash spell it (`stop`).
+    pub label: &'static str,
+    /// Its group's place in the event's array (or where sync puts it).
+    pub group: usize,
+    pub hash: String,
+    /// Whether the configuration asks for this handler.
+    pub wanted: bool,
+}
+
+impl Handler {
+    /// Its `[hooks.state]` key for the repository at `root` (canonical).
+    pub fn key(&self, root: &Path) -> String {
+        hook_state_key(&root.join(HOOKS_JSON), self.label, self.group, 0)
+    }
+}
+
+/// memloop's handlers in this repository's `.codex/hooks.json`: the Stop gate, then the
+/// session-start index and the per-prompt recall.
+pub fn handlers(ctx: &Context) -> [Handler; 3] {
+    let hooks_json = ctx.root.join(HOOKS_JSON);
+    [
+        Handler {
+            event: "Stop",
+            label: "stop",
+            group: group_index(&hooks_json),
+            hash: hook_hash(),
+            wanted: true,
+        },
+        Handler {
+            event: "SessionStart",
+            label: "session_start",
+            group: group_index_of(&hooks_json, "SessionStart", SESSION_START_COMMAND),
+            hash: session_start_hash(),
+            wanted: ctx.config.memory.session_start,
+        },
+        Handler {
+            event: "UserPromptSubmit",
+            label: "user_prompt_submit",
+            group: group_index_of(&hooks_json, "UserPromptSubmit", PROMPT_COMMAND),
+            hash: prompt_hash(),
+            wanted: ctx.config.memory.recall,
+        },
+    ]
+}
+
 /// The user config holding this repository's trust entries.
 pub fn target(ctx: &Context) -> Target {
     let user_config = codex_home(&ctx.home).join("config.toml");
-    let hooks_json = ctx.root.join(HOOKS_JSON);
-    let group = group_index(&hooks_json);
-    let start_group = group_index_of(&hooks_json, "SessionStart", SESSION_START_COMMAND);
-    let prompt_group = group_index_of(&hooks_json, "UserPromptSubmit", PROMPT_COMMAND);
+    let [stop, start, prompt] = handlers(ctx);
     let root = trusted_root(ctx.root);
-    let mut fragments = fragments(&root, group);
-    fragments
-        .push(session_start_trust(&root, start_group).wanted_if(ctx.config.memory.session_start));
-    fragments.push(prompt_trust(&root, prompt_group).wanted_if(ctx.config.memory.recall));
+    let mut fragments = fragments(&root, stop.group);
+    fragments.push(session_start_trust(&root, start.group).wanted_if(start.wanted));
+    fragments.push(prompt_trust(&root, prompt.group).wanted_if(prompt.wanted));
     // A group that moved in .codex/hooks.json leaves memloop's trust at its old key, where a hook
     // put there later would run trusted: those entries are taken out.
-    let current = [
-        ("stop", group, hook_hash()),
-        ("session_start", start_group, session_start_hash()),
-        ("user_prompt_submit", prompt_group, prompt_hash()),
-    ];
+    let current = [stop, start, prompt].map(|handler| (handler.label, handler.group, handler.hash));
     for (key, hash) in left_behind(&user_config, &root.join(HOOKS_JSON), &current) {
         fragments.push(Fragment::Retired(Box::new(Fragment::TomlTable {
             path: vec!["hooks".into(), "state".into(), key],

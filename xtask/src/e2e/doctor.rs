@@ -1,5 +1,6 @@
 //! Scenario "doctor-live": `memloop doctor --live` asks the real agents what they load and
-//! probes the embedded server (Codex and Gemini included); every live verdict must be ok on a correctly installed repo.
+//! probes the embedded server (Codex and Gemini included); every live verdict must be ok on a correctly installed repo,
+//! Codex's hooks/list trust of memloop's three hooks among them.
 
 use std::collections::BTreeSet;
 
@@ -63,7 +64,7 @@ pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         .context("the report has no findings")?;
     let live: Vec<&Value> = findings
         .iter()
-        .filter(|f| matches!(f["id"].as_str(), Some(id) if id.ends_with(".live") || id == "codex.live-hooks" || id == "copilot.live-instructions" || id == "memloop.server-probe"))
+        .filter(|f| matches!(f["id"].as_str(), Some(id) if id.ends_with(".live") || id == "codex.live-hooks" || id == "codex.live-hooks-trust" || id == "copilot.live-instructions" || id == "memloop.server-probe"))
         .collect();
     let failed: Vec<String> = live
         .iter()
@@ -83,6 +84,7 @@ pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
         "opencode.live",
         "kimi.live",
         "codex.live",
+        "codex.live-hooks-trust",
         "qwen.live",
         "gemini.live",
         "copilot.live",
@@ -96,11 +98,59 @@ pub fn live(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
             );
         }
     }
+    // Codex's hooks/list, through `codex app-server`, is the only place that shows whether Codex
+    // trusts memloop's hooks; all three are installed here.
+    let trusted = live
+        .iter()
+        .find(|f| f["id"] == "codex.live-hooks-trust")
+        .and_then(|f| f["message"].as_str())
+        .unwrap_or_default();
+    if !trusted.ends_with("Stop, SessionStart, UserPromptSubmit hooks") {
+        bail!("codex.live-hooks-trust does not name memloop's three hooks: {trusted}");
+    }
     if !out.success() {
         bail!(
             "`memloop doctor --live` found errors on a correct install\n{}",
             out.report()
         );
     }
+    codex_hook_modified(ctx, sb)
+}
+
+/// A changed timeout on memloop's Codex Stop handler changes its hash: the real Codex reports
+/// the hook `modified` (and would skip it without a word), and doctor says so.
+fn codex_hook_modified(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    let hooks_json = sb.repo.join(".codex/hooks.json");
+    let mut hooks: Value = serde_json::from_str(&std::fs::read_to_string(&hooks_json)?)?;
+    let handler = hooks
+        .pointer_mut("/hooks/Stop/0/hooks/0")
+        .context(".codex/hooks.json has no Stop handler")?;
+    handler["timeout"] = Value::from(handler["timeout"].as_u64().unwrap_or(30) + 1);
+    std::fs::write(&hooks_json, serde_json::to_string_pretty(&hooks)? + "\n")?;
+    let out = sb.run(
+        "memloop",
+        &["doctor", "--live", "--format", "json"],
+        ctx.timeout * 3,
+    )?;
+    let report: Value = serde_json::from_str(&out.stdout)
+        .with_context(|| format!("doctor printed no JSON\n{}", out.report()))?;
+    let modified = report["findings"].as_array().is_some_and(|all| {
+        all.iter().any(|f| {
+            f["id"] == "codex.live-hooks-trust"
+                && f["severity"] == "error"
+                && f["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("Stop hook modified"))
+        })
+    });
+    if !modified {
+        bail!(
+            "after memloop's Stop handler's timeout changed, doctor --live did not report the hook modified\n{}",
+            out.report()
+        );
+    }
+    println!(
+        "   doctor --live: Codex reports memloop's Stop hook modified after its timeout changed"
+    );
     Ok(())
 }
