@@ -7,7 +7,7 @@ use clap::{CommandFactory as _, Parser, Subcommand};
 /// `memloop --help`: what memloop is for, and for which agents (`tests/agent_names.rs` checks
 /// that every agent of `AgentId::ALL` is named).
 const LONG_ABOUT: &str = "Install, check and upgrade the cross-session memory loop of AI coding agents \
-(Claude Code, OpenCode, Kimi Code, Codex CLI, Gemini CLI, Qwen Code, Copilot CLI, Kilo Code CLI, Pi): rules that tell \
+(Claude Code, OpenCode, Kimi Code, Codex CLI, Gemini CLI, Qwen Code, Copilot CLI, Kilo Code CLI, Factory Droid, Pi): rules that tell \
 the agent to look up and store what it learns, the memory server it stores into, and a Stop gate \
 that sends it back when it edited files and stored nothing. Start with `memloop init`.";
 

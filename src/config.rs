@@ -55,11 +55,12 @@ pub enum AgentId {
     Qwen,
     Copilot,
     Kilo,
+    Droid,
     Pi,
 }
 
 impl AgentId {
-    pub const ALL: [AgentId; 9] = [
+    pub const ALL: [AgentId; 10] = [
         AgentId::Claude,
         AgentId::Opencode,
         AgentId::Kimi,
@@ -68,6 +69,7 @@ impl AgentId {
         AgentId::Qwen,
         AgentId::Copilot,
         AgentId::Kilo,
+        AgentId::Droid,
         AgentId::Pi,
     ];
 
@@ -81,6 +83,7 @@ impl AgentId {
             AgentId::Qwen => "qwen",
             AgentId::Copilot => "copilot",
             AgentId::Kilo => "kilo",
+            AgentId::Droid => "droid",
             AgentId::Pi => "pi",
         }
     }
@@ -97,6 +100,7 @@ impl AgentId {
             AgentId::Qwen => "Qwen Code",
             AgentId::Copilot => "Copilot CLI",
             AgentId::Kilo => "Kilo Code CLI",
+            AgentId::Droid => "Factory Droid",
             AgentId::Pi => "Pi",
         }
     }

@@ -1,5 +1,5 @@
 //! The agents memloop knows, one folder each (`claude/`, `opencode/`, `kimi/`, `codex/`, `gemini/`, `qwen/`,
-//! `copilot/`, `kilo/`, `pi/`): where its files are and what memloop owns in them, its doctor checks, its gate reader
+//! `copilot/`, `kilo/`, `droid/`, `pi/`): where its files are and what memloop owns in them, its doctor checks, its gate reader
 //! and its migrations, behind the `Agent` trait (`agent.rs`). Everything else reaches an agent through `of`, so a
 //! new agent is a new folder, a variant of `AgentId` and one line in `of`.
 //!
@@ -11,6 +11,7 @@ mod agent;
 pub mod claude;
 pub mod codex;
 pub mod copilot;
+pub mod droid;
 pub mod gemini;
 pub mod kilo;
 pub mod kimi;
@@ -66,6 +67,7 @@ pub fn of(id: AgentId) -> &'static dyn Agent {
         AgentId::Qwen => &qwen::Qwen,
         AgentId::Copilot => &copilot::Copilot,
         AgentId::Kilo => &kilo::Kilo,
+        AgentId::Droid => &droid::Droid,
         AgentId::Pi => &pi::Pi,
     }
 }

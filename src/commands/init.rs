@@ -18,7 +18,7 @@ pub struct InitArgs {
     /// Take the flags (and defaults) as the answers; never prompt.
     #[arg(long, short = 'y')]
     pub yes: bool,
-    /// Agents to set up, comma-separated: claude, opencode, kimi, codex, gemini, qwen, copilot, kilo, pi.
+    /// Agents to set up, comma-separated: claude, opencode, kimi, codex, gemini, qwen, copilot, kilo, droid, pi.
     #[arg(long, value_delimiter = ',', value_parser = parse_agent)]
     pub agents: Vec<AgentId>,
     /// Name of the memory server in every agent's config.

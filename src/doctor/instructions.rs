@@ -318,22 +318,52 @@ fn reader_sees(d: &mut Doctor, agent: AgentId, program: &str, name: &str, found:
 /// lists a symlinked or copied `AGENTS.md` and `CLAUDE.md` as one source): the memory rules must
 /// reach it exactly once. A lost or dangling link is the shared `agents-link` check's.
 pub fn each_of(d: &mut Doctor, agent: AgentId, program: &str, names: &[&'static str]) {
+    each(d, agent, program, names, Merge::SameText);
+}
+
+/// For an agent that reads every one of `names` and reads a file behind two names once (Factory
+/// Droid loads `CLAUDE.md` and `AGENTS.md`, one copy per real path): the memory rules must reach
+/// it exactly once.
+pub fn each_real_file(d: &mut Doctor, agent: AgentId, program: &str, names: &[&'static str]) {
+    each(d, agent, program, names, Merge::SamePath);
+}
+
+/// Which of the files an agent reads it takes for one.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Merge {
+    SameText,
+    SamePath,
+}
+
+fn each(d: &mut Doctor, agent: AgentId, program: &str, names: &[&'static str], merge: Merge) {
     let root = d.repo.root.clone();
     let sync = d.sync_command(false);
     let mut seen: Vec<String> = Vec::new();
     let mut holding: Vec<(&str, usize)> = Vec::new();
     for name in names {
-        let Read::Text { text, .. } = read(&root.join(name)) else {
+        let path = root.join(name);
+        let Read::Text { text, .. } = read(&path) else {
             continue;
         };
-        if seen.contains(&text) {
+        let key = match merge {
+            Merge::SameText => text.clone(),
+            Merge::SamePath => std::fs::canonicalize(&path)
+                .unwrap_or(path)
+                .to_string_lossy()
+                .into_owned(),
+        };
+        if seen.contains(&key) {
             continue;
         }
         if let Rules::Current(line) | Rules::Different(line) = rules_in(&text) {
             holding.push((name, line));
         }
-        seen.push(text);
+        seen.push(key);
     }
+    let merges = match merge {
+        Merge::SameText => "it merges only identical files",
+        Merge::SamePath => "it merges only names of one file",
+    };
     let finding = match holding.as_slice() {
         [] => Finding::error(
             agent,
@@ -357,7 +387,7 @@ pub fn each_of(d: &mut Doctor, agent: AgentId, program: &str, names: &[&'static 
                 agent,
                 "instructions-twice",
                 format!(
-                    "the memory rules reach {program} {} times: {first} and {} hold them in different texts, and {program} reads each (it merges only identical files)",
+                    "the memory rules reach {program} {} times: {first} and {} hold them, and {program} reads each ({merges})",
                     holding.len(),
                     others.join(", ")
                 ),

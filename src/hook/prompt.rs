@@ -5,10 +5,10 @@
 //! compaction), the session-start text before them: one hook, both jobs.
 //!
 //! ```text
-//! --agent claude, codex, qwen   {"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"..."}}
-//! --agent gemini                {"hookSpecificOutput":{"hookEventName":"BeforeAgent","additionalContext":"..."}}
-//! --agent copilot               {"additionalContext":"..."}
-//! --agent kimi, opencode, kilo, pi  the text itself
+//! --agent claude, codex, qwen, droid  {"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"..."}}
+//! --agent gemini                       {"hookSpecificOutput":{"hookEventName":"BeforeAgent","additionalContext":"..."}}
+//! --agent copilot                      {"additionalContext":"..."}
+//! --agent kimi, opencode, kilo, pi     the text itself
 //! ```
 //!
 //! Per session (the input's session id), the gate's state folder keeps what was given, so a
@@ -38,7 +38,7 @@ pub const CONSEQUENCE: &str = "the prompt goes on without the matching notes";
 
 #[derive(Debug, clap::Args)]
 pub struct PromptArgs {
-    /// The agent calling (claude, codex, gemini, qwen, copilot, kimi, opencode, kilo, pi), or text.
+    /// The agent calling (claude, codex, gemini, qwen, droid, copilot, kimi, opencode, kilo, pi), or text.
     // A value-less `--agent` is reported by the hook itself: clap's usage errors exit 2.
     #[arg(long, value_name = "AGENT", num_args = 0..=1, default_missing_value = "")]
     agent: Option<String>,

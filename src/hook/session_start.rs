@@ -44,7 +44,7 @@ pub const CONSEQUENCE: &str = "the session starts without the memory index";
 
 #[derive(Debug, clap::Args)]
 pub struct StartArgs {
-    /// The agent calling: claude, codex, gemini, qwen (hook JSON), copilot (its sessionStart JSON), or kimi, opencode, kilo, pi, text (plain text).
+    /// The agent calling: claude, codex, gemini, qwen, droid (hook JSON), copilot (its sessionStart JSON), or kimi, opencode, kilo, pi, text (plain text).
     // A value-less `--agent` is reported by the hook itself: clap's usage errors exit 2.
     #[arg(long, value_name = "AGENT", num_args = 0..=1, default_missing_value = "")]
     agent: Option<String>,

@@ -17,6 +17,7 @@ mod connected;
 mod copilot;
 mod copilot_start;
 mod doctor;
+mod droid;
 mod fake_gemini;
 mod fake_model;
 mod fake_responses;
@@ -194,6 +195,31 @@ const SCENARIOS: &[Scenario] = &[
         name: "gate-kilo-with-opencode",
         about: "OpenCode and Kilo enabled: the server is written once (root opencode.json), each lists it once connected, each loads only its own plugin and a one-shot run of each is sent back once and stores",
         run: kilo::with_opencode,
+    },
+    Scenario {
+        name: "config-droid",
+        about: "memloop init --agents droid: `droid mcp list` lists memory from .factory/mcp.json, `memloop doctor --live` is all ok, `droid exec` runs the SessionStart hook from .factory/settings.json and leaves both files as written; uninstall takes them back",
+        run: droid::config,
+    },
+    Scenario {
+        name: "connected-droid",
+        about: "`droid mcp list` shows `memory` connected, once; `droid exec` loads memory___memory_store, the rules reach the model and the call reaches memloop serve",
+        run: droid::connected,
+    },
+    Scenario {
+        name: "gate-droid",
+        about: "`droid exec` writes three files with Create, the Stop gate reads the transcript and sends it back (decision: block), it looks up and stores over MCP, the next stop passes",
+        run: droid::gate,
+    },
+    Scenario {
+        name: "session-start-droid",
+        about: "a stored note is in the first model request of `droid exec` (SessionStart additionalContext)",
+        run: droid::session_start,
+    },
+    Scenario {
+        name: "recall-droid",
+        about: "as recall-claude in one `droid exec --input-format stream-jsonrpc` session (three droid.add_user_message): the UserPromptSubmit hook's additionalContext",
+        run: droid::recall,
     },
     Scenario {
         name: "config-pi",

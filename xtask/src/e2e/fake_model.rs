@@ -318,6 +318,9 @@ fn decide(conv: &Conversation, script: &Script) -> Turn {
         return Turn::Text("Stored what I learned; done.".into());
     }
     if conv.text.contains(GATE_MARKER) {
+        if let Some(load) = load_deferred(conv, script) {
+            return load;
+        }
         if let Some(lookup) = &script.lookup_tool
             && !conv.tool_calls.iter().any(|c| &c.name == lookup)
             && let Some(tool) = conv.tools.iter().find(|t| &t.name == lookup)
@@ -367,6 +370,32 @@ fn decide(conv: &Conversation, script: &Script) -> Turn {
         };
     }
     Turn::Text("All files are written.".into())
+}
+
+/// Factory Droid (0.215.0) offers MCP tools only by name in a "Deferred tools:" reminder, their
+/// schemas once its `ToolSearch` tool loaded them (`select:<name>,...`): when the memory tools
+/// are not in the request but listed there, load them first, once.
+fn load_deferred(conv: &Conversation, script: &Script) -> Option<Turn> {
+    const LOADER: &str = "ToolSearch";
+    let wanted: Vec<&String> = script
+        .lookup_tool
+        .iter()
+        .chain(std::iter::once(&script.store_tool))
+        .filter(|name| !conv.tools.iter().any(|t| &&t.name == name))
+        .filter(|name| conv.text.contains(name.as_str()))
+        .collect();
+    if wanted.is_empty()
+        || !conv.tools.iter().any(|t| t.name == LOADER)
+        || conv.tool_calls.iter().any(|c| c.name == LOADER)
+    {
+        return None;
+    }
+    let names: Vec<&str> = wanted.iter().map(|name| name.as_str()).collect();
+    Some(Turn::Tool {
+        id: format!("call_load_{}", conv.messages),
+        name: LOADER.into(),
+        input: json!({"query": format!("select:{}", names.join(","))}),
+    })
 }
 
 fn properties(schema: &Value) -> Vec<(String, Value)> {
@@ -844,6 +873,47 @@ mod tests {
         let turn = decide(&conv, &script);
         assert!(
             turn.summary().contains("mcp__memory__memory_store"),
+            "{}",
+            turn.summary()
+        );
+    }
+
+    #[test]
+    fn deferred_memory_tools_are_loaded_once_before_the_lookup() {
+        let script = Script {
+            repo: PathBuf::from("/r"),
+            writes: 0,
+            write_tool: "Create".into(),
+            store_tool: "memory___memory_store".into(),
+            lookup_tool: Some("memory___context_query".into()),
+            latency: Duration::ZERO,
+        };
+        let reminder = "Deferred tools:\nmemory___context_query\nmemory___memory_store";
+        let loader =
+            json!({"type": "function", "function": {"name": "ToolSearch", "parameters": {}}});
+        let body = json!({"tools": [loader], "messages": [
+            {"role": "user", "content": [{"type": "text", "text": reminder}]},
+            {"role": "user", "content": "KNOWLEDGE CHECK: store"}]});
+        let turn = decide(&Conversation::parse(Dialect::OpenAi, &body), &script);
+        let Turn::Tool { name, input, .. } = turn else {
+            panic!("expected a ToolSearch call, got {}", turn.summary());
+        };
+        assert_eq!(name, "ToolSearch");
+        assert_eq!(
+            input["query"],
+            "select:memory___context_query,memory___memory_store"
+        );
+        // Once loaded, the tools are in the request: the lookup comes next, no second load.
+        let lookup = json!({"type": "function", "function": {"name": "memory___context_query", "parameters": {}}});
+        let store = json!({"type": "function", "function": {"name": "memory___memory_store", "parameters": {}}});
+        let body = json!({"tools": [loader, lookup, store], "messages": [
+            {"role": "user", "content": [{"type": "text", "text": reminder}]},
+            {"role": "user", "content": "KNOWLEDGE CHECK: store"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "l", "type": "function", "function": {"name": "ToolSearch", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "l", "content": "loaded"}]});
+        let turn = decide(&Conversation::parse(Dialect::OpenAi, &body), &script);
+        assert!(
+            turn.summary().contains("memory___context_query"),
             "{}",
             turn.summary()
         );

@@ -101,6 +101,14 @@ pub const AGENTS: &[Agent] = &[
         pin: Pin::new("@kilocode/cli", "7.7.7"),
         launch: Launch::Binary(&["node_modules/@kilocode/cli-linux-x64/bin/kilo"]),
     },
+    // Factory Droid: the npm package is a launcher, the program the native (Bun) binary of its
+    // optional dependency. `droid` 0.215.0, not `@factory/cli` 0.225.1, whose linux-x64 binary
+    // at that version is not on the registry (droid_facts.md).
+    Agent {
+        key: "droid",
+        pin: Pin::new("droid", "0.215.0"),
+        launch: Launch::Binary(&["node_modules/@factory/cli-linux-x64/bin/droid"]),
+    },
     // A Node program (TypeScript compiled to JS), run by the pinned Node.
     Agent {
         key: "pi",
