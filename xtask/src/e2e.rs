@@ -388,7 +388,7 @@ const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "interactive-claude",
-        about: "Claude Code's own UI in tmux, default permission mode: the index in the first request, edits asked and answered, the gate sends it back, the lookup and the store run with no question on screen, the turn ends, no failed hook shown",
+        about: "Claude Code's own UI in tmux, --permission-mode default (the mode that asks): the index in the first request, edits asked and answered, the gate sends it back, the lookup and the store run with no question on screen, the turn ends, no failed hook shown",
         run: interactive::claude,
     },
     Scenario {
@@ -405,6 +405,16 @@ const SCENARIOS: &[Scenario] = &[
         name: "interactive-gemini-unapproved",
         about: "as interactive-gemini with [memory] approve_tools = false: Gemini CLI must ask before the lookup (the question detector sees it)",
         run: interactive::gemini_unapproved,
+    },
+    Scenario {
+        name: "interactive-qwen",
+        about: "Qwen Code's own UI in tmux, default approval mode: the index in the first request, edits asked and answered, the gate sends it back, the lookup and the store run with no question on screen, the turn ends, no failed hook shown",
+        run: interactive::qwen,
+    },
+    Scenario {
+        name: "interactive-qwen-unapproved",
+        about: "as interactive-qwen with [memory] approve_tools = false: Qwen Code must ask before the lookup (the question detector sees it)",
+        run: interactive::qwen_unapproved,
     },
     // Probes of Codex itself with hand-written files (the facts the adapter rests on, such as a
     // stale hash reported as modified and a hook blocking with exit 2); xtask/src/e2e/codex.rs.

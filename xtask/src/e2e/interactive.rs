@@ -28,7 +28,7 @@ use super::proc::{self, Output};
 use super::sandbox::Sandbox;
 use super::session_start::{self, NOTE_MARK, all_text, conversation_calls};
 use super::tmux::Pane;
-use super::{Ctx, agents, gemini_memloop};
+use super::{Ctx, agents, gemini_memloop, qwen};
 
 const COLS: u16 = 120;
 const ROWS: u16 = 50;
@@ -143,6 +143,42 @@ const GEMINI_UI: Ui = Ui {
     shown_for_every_block: &["This request failed. Press F12 for diagnostics"],
 };
 
+const QWEN_UI: Ui = Ui {
+    agent: "Qwen Code",
+    ready: |s| s.contains("Type your message") && !s.contains("allow once"),
+    busy: |s| s.contains("esc to cancel") || s.contains("Waiting for user confirmation"),
+    question: |s| {
+        // 0.24.4: "? context_query (memory MCP Server) ... Allow execution of MCP tool
+        // "context_query" from server "memory"? › 1. Yes, allow once", not in a box; the
+        // question is the screen's last lines.
+        if !s.contains("allow once") {
+            return None;
+        }
+        let dialog = &s[s.rfind("allow once").map_or(0, |at| {
+            s[..at]
+                .rfind("\n  ? ")
+                .or_else(|| s[..at].rfind("\n ? "))
+                .unwrap_or(0)
+        })..];
+        Some(if dialog.contains("Allow execution of MCP tool") {
+            if dialog.contains("\"context_query\"") || dialog.contains("\"memory_store\"") {
+                Question::Memloop(dialog.to_owned())
+            } else {
+                Question::Other(dialog.to_owned())
+            }
+        } else if dialog.contains("WriteFile") || dialog.contains("Apply this change") {
+            Question::Edit
+        } else {
+            Question::Other(dialog.to_owned())
+        })
+    },
+    yes: &["Enter"],
+    // 0.24.4 shows every Stop block, exit 2 or a JSON decision alike, as "Ran 1 stop hooks /
+    // Stop hook error: <reason>" (its `stop_hook_loop` history item); a failed hook is not
+    // shown on screen at all (only in the debug log, which gate-qwen checks).
+    shown_for_every_block: &["Stop hook error: KNOWLEDGE CHECK"],
+};
+
 /// What the person saw during the session.
 struct Seen {
     edits_answered: usize,
@@ -208,7 +244,7 @@ fn drive(
         if now != calls {
             (calls, quiet_since) = (now, Instant::now());
         }
-        if stored && quiet_since.elapsed() > SETTLED && !(ui.busy)(&screen) && (ui.ready)(&screen) {
+        if stored && quiet_since.elapsed() > SETTLED && !(ui.busy)(&screen) {
             return Ok(seen);
         }
         if Instant::now() > deadline {
@@ -326,8 +362,11 @@ pub fn claude_unapproved(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
     claude_with(ctx, sb, false)
 }
 
-/// Claude Code 2.1.332 starts in its auto mode, which runs these tools without a question either
-/// way; `--permission-mode default` is the mode that asks before a tool nothing approved.
+/// In `--permission-mode default`, the mode that asks before a tool nothing approved. Claude
+/// Code 2.1.332 starts in its auto mode instead, where a call no rule allows waits for a safety
+/// check on Anthropic's server; behind another endpoint (this fake, a gateway) the check cannot
+/// run and the person is asked ("Auto mode can't check actions in this session"). memloop's
+/// allow rules spare the lookup and the store that check too (both seen in runs of 2.1.332).
 fn claude_with(ctx: &Ctx, sb: &mut Sandbox, approved: bool) -> Result<()> {
     session_start::needs(ctx)?;
     agents::claude(sb, false)?;
@@ -506,6 +545,75 @@ fn gemini_with(ctx: &Ctx, sb: &mut Sandbox, approved: bool) -> Result<()> {
         .unwrap_or_default();
     check_stored(&sb.repo, &stored)?;
     println!("   the gate sent Gemini back; {lookup} and {store} ran; the note is stored");
+    check_screens(&pane, ui, &seen)
+}
+
+pub fn qwen(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    qwen_with(ctx, sb, true)
+}
+
+pub fn qwen_unapproved(ctx: &Ctx, sb: &mut Sandbox) -> Result<()> {
+    qwen_with(ctx, sb, false)
+}
+
+/// Qwen Code 0.24.4 in `--approval-mode default`, which asks before edits and before any MCP
+/// tool nothing allowed (it starts in its auto mode, where an LLM classifier judges each call
+/// and, unreachable behind this fake, asks the person).
+fn qwen_with(ctx: &Ctx, sb: &mut Sandbox, approved: bool) -> Result<()> {
+    session_start::needs(ctx)?;
+    let store = "mcp__memory__memory_store";
+    let lookup = "mcp__memory__context_query";
+    let fake = FakeModel::start(Dialect::OpenAi, qwen::script(ctx, sb, WRITES))?;
+    qwen::install(ctx, sb, &fake)?;
+    // In its own UI Qwen asks the model for a follow-up suggestion after each turn (one more
+    // request, "[SUGGESTION MODE: ..."), which is none of memloop's doing: off, as a person may
+    // set it in /settings.
+    let settings = sb.home.join(".qwen/settings.json");
+    let mut user: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&settings)?)?;
+    user["ui"]["enableFollowupSuggestions"] = serde_json::json!(false);
+    std::fs::write(&settings, serde_json::to_string_pretty(&user)?)?;
+    if !approved {
+        withhold_approvals(sb)?;
+    }
+    session_start::seed(sb)?;
+    let program = ctx.tools.bin.join("qwen");
+    let program = program.to_string_lossy();
+    let started = Instant::now();
+    let mut pane = Pane::start(sb, &program, &["--approval-mode", "default"], COLS, ROWS)?;
+    let ui = &QWEN_UI;
+    let progress = || {
+        let calls = fake.model_calls();
+        let stored = calls
+            .iter()
+            .any(|c| c.conversation(fake.dialect).result_of(store).is_some());
+        (calls.len(), stored)
+    };
+    let seen = drive(
+        &mut pane,
+        ui,
+        started + ctx.gate_timeout,
+        approved,
+        &progress,
+    );
+    pane.save(sb, "screens.txt");
+    let _ = std::fs::write(sb.root.join("model-requests.jsonl"), fake.dump());
+    let seen =
+        seen.map_err(|err| anyhow::anyhow!("{err:#}\nmodel requests:\n{}", fake.transcript()))?;
+    if !approved {
+        return check_asked(ui, &seen);
+    }
+    let out = screen_output(&pane, ui, started);
+    let calls = conversation_calls(&fake);
+    let first = calls.first().map(|c| all_text(&c.body)).unwrap_or_default();
+    if !first.contains(NOTE_MARK) {
+        bail!(
+            "the first model request lacks the memory index ({NOTE_MARK:?}):\n{}",
+            proc::tail(&first, 3000)
+        );
+    }
+    println!("   the first request holds the index line {NOTE_MARK:?}");
+    check_loop(&fake, store, &sb.repo, &out)?;
+    check_ran_unasked(&fake, &[lookup, store], &sb.repo)?;
     check_screens(&pane, ui, &seen)
 }
 

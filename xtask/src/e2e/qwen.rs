@@ -221,13 +221,13 @@ fn prompt_in(ctx: &Ctx, sb: &Sandbox, fake: &FakeModel, text: &str, mode: &str) 
     Ok(out)
 }
 
-fn install(ctx: &Ctx, sb: &mut Sandbox, fake: &FakeModel) -> Result<()> {
+pub(super) fn install(ctx: &Ctx, sb: &mut Sandbox, fake: &FakeModel) -> Result<()> {
     ctx.caps.need_init()?;
     set_up_user(sb, Some(&fake.base_url()), false)?;
     memloop(sb, &["init", "--yes", "--agents", "qwen", "--trust"])
 }
 
-fn script(ctx: &Ctx, sb: &Sandbox, writes: usize) -> Script {
+pub(super) fn script(ctx: &Ctx, sb: &Sandbox, writes: usize) -> Script {
     Script {
         repo: sb.repo.clone(),
         writes,
