@@ -16,6 +16,7 @@ mod config;
 mod connected;
 mod copilot;
 mod copilot_start;
+mod copilot_worktree;
 mod doctor;
 mod fake_gemini;
 mod fake_model;
@@ -415,6 +416,11 @@ const SCENARIOS: &[Scenario] = &[
         name: "interactive-qwen-unapproved",
         about: "as interactive-qwen with [memory] approve_tools = false: Qwen Code must ask before the lookup (the question detector sees it)",
         run: interactive::qwen_unapproved,
+    },
+    Scenario {
+        name: "connected-copilot-approved-tools-worktree",
+        about: "as connected-copilot-approved-tools, installed and trusted in a linked git worktree: the approvals sit under the key Copilot looks up there",
+        run: copilot_worktree::approved_tools,
     },
     // Probes of Codex itself with hand-written files (the facts the adapter rests on, such as a
     // stale hash reported as modified and a hook blocking with exit 2); xtask/src/e2e/codex.rs.
