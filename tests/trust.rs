@@ -1088,3 +1088,31 @@ fn copilot_trust_in_a_linked_worktree_approves_under_the_main_worktrees_key() {
     world.ok(&["trust", "--revoke", "--yes"]);
     assert_eq!(world.home_text(COPILOT_APPROVALS), earlier);
 }
+
+/// Without the install state, Copilot's own `trustedFolders` shows whether memloop trust was
+/// given: its entry for the repository itself counts, a folder above it (the person's own
+/// trust of a parent) does not.
+#[test]
+fn copilot_upgrade_counts_trusts_own_entry_not_a_parent_folders() {
+    let world = World::new("copilot");
+    let parent = world.root.parent().unwrap().display().to_string();
+    world.write_home(
+        COPILOT_CONFIG,
+        &format!("{{\n  \"trustedFolders\": [\"{parent}\"]\n}}\n"),
+    );
+    let out = world.ok(&["upgrade", "--user-scope"]);
+    assert!(!out.contains("copilot-approve-tools"), "{out}");
+    assert!(!world.home.join(COPILOT_APPROVALS).exists());
+
+    world.write_home(
+        COPILOT_CONFIG,
+        &format!("{{\n  \"trustedFolders\": [\"{}\"]\n}}\n", world.root_str()),
+    );
+    let out = world.ok(&["upgrade", "--user-scope"]);
+    assert!(out.contains("copilot-approve-tools"), "{out}");
+    assert!(
+        world
+            .home_text(COPILOT_APPROVALS)
+            .contains("\"toolName\": \"memory_store\"")
+    );
+}

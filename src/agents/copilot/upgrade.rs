@@ -7,7 +7,8 @@
 //!   sync writes them (unless `[memory] session_start = false`).
 //!
 //! - `copilot-approve-tools`: where `memloop trust` was given by a memloop that approved no
-//!   tools yet, `$COPILOT_HOME/permissions-config.json` gets memloop's two approvals for this
+//!   tools yet (the install state says so, or Copilot's `trustedFolders` holds trust's entry for
+//!   the repository), `$COPILOT_HOME/permissions-config.json` gets memloop's two approvals for this
 //!   repository's location, as trust and sync write them now (unless `[memory] approve_tools =
 //!   false`). A file outside the repository: held without consent to write there.
 //!
@@ -41,10 +42,28 @@ pub const APPROVE_TOOLS: Migration = Migration {
     rewrite: approvals_rewrite,
 };
 
+/// Whether memloop trust was given here: recorded in the install state, or (a state this
+/// machine no longer has) memloop trust's own entry for the repository in Copilot's
+/// `trustedFolders`, the folder itself rather than one above it.
+fn trust_given(env: &Env, files: &mut Files) -> Result<bool, PlanError> {
+    if env.ctx.trusted {
+        return Ok(true);
+    }
+    let Some((config, _)) = files.json(&trust::config_path(&env.ctx.home), Dialect::Jsonc)? else {
+        return Ok(false);
+    };
+    let ours = trust::trusted_root(env.ctx.root).display().to_string();
+    Ok(config
+        .value()
+        .get(trust::KEY)
+        .and_then(Value::as_array)
+        .is_some_and(|folders| folders.iter().any(|f| f.as_str() == Some(ours.as_str()))))
+}
+
 /// The approvals sync would write and `doc` lacks; none where trust was never given (they are
 /// trust's, like the folder trust) or none are wanted.
-fn missing_approvals(env: &Env, doc: &Value) -> Vec<(Vec<String>, Value)> {
-    if !env.ctx.trusted {
+fn missing_approvals(env: &Env, trusted: bool, doc: &Value) -> Vec<(Vec<String>, Value)> {
+    if !trusted {
         return Vec::new();
     }
     approvals::fragments(&env.ctx)
@@ -68,12 +87,13 @@ fn escape(key: &str) -> String {
 }
 
 fn approvals_detect(env: &Env, files: &mut Files) -> Result<Vec<String>, PlanError> {
+    let trusted = trust_given(env, files)?;
     let path = approvals::config_path(&env.ctx.home);
     let doc = match files.json(&path, Dialect::Strict)? {
         Some((doc, _)) => doc.value(),
         None => json!({}),
     };
-    Ok(missing_approvals(env, &doc)
+    Ok(missing_approvals(env, trusted, &doc)
         .into_iter()
         .map(|(_, value)| {
             format!(
@@ -85,9 +105,10 @@ fn approvals_detect(env: &Env, files: &mut Files) -> Result<Vec<String>, PlanErr
 }
 
 fn approvals_rewrite(env: &Env, files: &mut Files) -> Result<(), PlanError> {
+    let trusted = trust_given(env, files)?;
     let path = approvals::config_path(&env.ctx.home);
     let (mut doc, encoding) = files.json_or_new(&path, Dialect::Strict)?;
-    let wanted = missing_approvals(env, &doc.value());
+    let wanted = missing_approvals(env, trusted, &doc.value());
     if wanted.is_empty() {
         return Ok(());
     }
