@@ -15,6 +15,12 @@ const MARKER: &str = "# memloop: per-person file (memloop trust), this clone onl
 /// The clone's `info/exclude`: `.git/info/exclude`, or for a worktree (`.git` is a file
 /// `gitdir: <dir>`) the one of the repository it belongs to. `None` outside a git repository.
 fn exclude_file(root: &Path) -> Option<PathBuf> {
+    Some(common_dir(root)?.join("info").join("exclude"))
+}
+
+/// The git folder the clone's worktrees share: `.git`, or for a linked worktree the folder its
+/// `commondir` names. `None` outside a git repository.
+pub fn common_dir(root: &Path) -> Option<PathBuf> {
     let dot_git = root.join(".git");
     let meta = std::fs::symlink_metadata(&dot_git).ok()?;
     let git_dir = if meta.is_dir() {
@@ -40,7 +46,21 @@ fn exclude_file(root: &Path) -> Option<PathBuf> {
             Err(_) => dir,
         }
     };
-    Some(git_dir.join("info").join("exclude"))
+    Some(git_dir)
+}
+
+/// The main worktree of the clone `root` is a linked worktree of (`git worktree add`); `None`
+/// when `root` is not a linked worktree, or the clone has no main worktree (a bare one).
+pub fn main_worktree(root: &Path) -> Option<PathBuf> {
+    if !std::fs::symlink_metadata(root.join(".git")).ok()?.is_file() {
+        return None;
+    }
+    let common = common_dir(root)?.canonicalize().ok()?;
+    if common.file_name()? != ".git" {
+        return None;
+    }
+    let main = common.parent()?.to_path_buf();
+    (main != root.canonicalize().ok()?).then_some(main)
 }
 
 /// The pattern for `rel` (a path relative to the repository root, `/` separated), anchored.
@@ -154,6 +174,35 @@ mod tests {
         remember(&wt, REL).unwrap();
         let text = std::fs::read_to_string(main.join(".git/info/exclude")).unwrap();
         assert!(text.ends_with("/.claude/settings.local.json\n"), "{text}");
+    }
+
+    #[test]
+    fn a_linked_worktree_names_its_main_worktree_and_the_main_one_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let main = base.join("main");
+        let wt_git = main.join(".git/worktrees/wt");
+        std::fs::create_dir_all(&wt_git).unwrap();
+        std::fs::write(wt_git.join("commondir"), "../..\n").unwrap();
+        let wt = base.join("wt");
+        std::fs::create_dir_all(&wt).unwrap();
+        std::fs::write(wt.join(".git"), format!("gitdir: {}\n", wt_git.display())).unwrap();
+        assert_eq!(main_worktree(&wt), Some(main.clone()));
+        assert_eq!(main_worktree(&main), None);
+        assert_eq!(main_worktree(&base), None, "not a repository");
+        // A worktree of a bare clone has no main worktree to name.
+        let bare = base.join("bare.git");
+        let bare_wt_git = bare.join("worktrees/b");
+        std::fs::create_dir_all(&bare_wt_git).unwrap();
+        std::fs::write(bare_wt_git.join("commondir"), "../..\n").unwrap();
+        let b = base.join("b");
+        std::fs::create_dir_all(&b).unwrap();
+        std::fs::write(
+            b.join(".git"),
+            format!("gitdir: {}\n", bare_wt_git.display()),
+        )
+        .unwrap();
+        assert_eq!(main_worktree(&b), None);
     }
 
     #[test]

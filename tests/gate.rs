@@ -954,8 +954,9 @@ fn qwen_call(id: &str, name: &str) -> Value {
 }
 
 /// Qwen Code's Stop input and chat recording, as 0.24.4 writes them (qwen_facts.md): edits by
-/// `write_file`/`edit` are sent back with exit 2; after the store, the continued prompt's stop
-/// (`stop_hook_active`) passes, and so does the next one.
+/// `write_file`/`edit` are sent back with exit 0 and the block decision on stdout (exit 2 is a
+/// failed hook to Qwen); after the store, the continued prompt's stop (`stop_hook_active`)
+/// passes, and so does the next one.
 #[test]
 fn qwen_recording_blocks_edits_then_lets_the_stored_session_stop() {
     let gate = Gate::new();
@@ -979,8 +980,12 @@ fn qwen_recording_blocks_edits_then_lets_the_stored_session_stop() {
         )
     };
     let run = stop(false, "done");
-    assert_eq!(run.code, 2, "{}", run.stderr);
-    assert_eq!(run.stderr, block(&[DEFAULT_EDIT_PROBLEM]));
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    let answer: Value = serde_json::from_str(run.stdout.trim()).expect("one JSON answer");
+    assert_eq!(
+        answer,
+        json!({"decision": "block", "reason": block(&[DEFAULT_EDIT_PROBLEM]).trim_end()})
+    );
 
     append(
         &recording,
@@ -990,9 +995,15 @@ fn qwen_recording_blocks_edits_then_lets_the_stored_session_stop() {
         ]),
     );
     let run = stop(true, "stored");
-    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    assert_eq!(
+        (run.code, run.stderr.as_str(), run.stdout.as_str()),
+        (0, "", "")
+    );
     let run = stop(false, "stored");
-    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    assert_eq!(
+        (run.code, run.stderr.as_str(), run.stdout.as_str()),
+        (0, "", "")
+    );
 }
 
 fn gemini_message(id: &str, calls: &[(&str, &str, &str)]) -> String {

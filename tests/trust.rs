@@ -976,3 +976,143 @@ fn copilot_trust_with_approve_tools_off_writes_no_approvals_file() {
         "an approvals file with nothing in it was created"
     );
 }
+
+/// An install whose `memloop trust` came from a memloop that approved no Copilot tools yet:
+/// `memloop upgrade` names both missing approvals and holds them without consent to write
+/// outside the repository; with `--user-scope` it writes them as trust does, a second upgrade
+/// finds nothing, and revoke takes them back with the trust.
+#[test]
+fn copilot_upgrade_approves_the_two_tools_where_trust_came_before_approvals() {
+    let world = World::new("copilot");
+    let toml_path = world.root.join("memloop.toml");
+    let toml = std::fs::read_to_string(&toml_path).unwrap();
+    // What an older memloop left: the folder trust, and no approvals file at all.
+    std::fs::write(
+        &toml_path,
+        format!("{toml}\n[memory]\napprove_tools = false\n"),
+    )
+    .unwrap();
+    world.ok(&["trust", "--yes"]);
+    assert!(!world.home.join(COPILOT_APPROVALS).exists());
+    std::fs::write(&toml_path, &toml).unwrap();
+
+    let out = world.run(&["upgrade"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("copilot-approve-tools"), "{stdout}");
+    assert_eq!(
+        stdout
+            .matches("is not approved for this repository")
+            .count(),
+        2,
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("held: changes ~/.copilot/permissions-config.json outside the repository"),
+        "{stdout}"
+    );
+    assert!(
+        !world.home.join(COPILOT_APPROVALS).exists(),
+        "held, yet written"
+    );
+
+    world.ok(&["upgrade", "--user-scope"]);
+    let config: serde_json::Value =
+        serde_json::from_str(&world.home_text(COPILOT_APPROVALS)).unwrap();
+    let approval =
+        |tool: &str| serde_json::json!({"kind": "mcp", "serverName": "memory", "toolName": tool});
+    assert_eq!(
+        config["locations"][world.root_str()]["tool_approvals"],
+        serde_json::json!([approval("context_query"), approval("memory_store")])
+    );
+    let again = world.ok(&["upgrade"]);
+    assert!(!again.contains("copilot-approve-tools"), "{again}");
+    let sync = world.ok(&["sync", "--dry-run"]);
+    assert!(sync.contains("nothing written"), "{sync}");
+
+    world.ok(&["trust", "--revoke", "--yes"]);
+    assert!(
+        !world.home.join(COPILOT_APPROVALS).exists(),
+        "revoke left the approvals upgrade wrote"
+    );
+}
+
+/// Where memloop trust was never given, the approvals are not upgrade's to add.
+#[test]
+fn copilot_upgrade_adds_no_approvals_without_trust() {
+    let world = World::new("copilot");
+    let out = world.ok(&["upgrade", "--user-scope"]);
+    assert!(!out.contains("copilot-approve-tools"), "{out}");
+    assert!(!world.home.join(COPILOT_APPROVALS).exists());
+}
+
+/// In a linked worktree (`git worktree add`) Copilot looks approvals up under the main
+/// worktree's root (e2e connected-copilot-approved-tools-worktree): trust writes them there and
+/// takes back the ones an earlier memloop wrote under the worktree's own path, while the folder
+/// trust stays the worktree's own; revoke gives the file back as trust found it.
+#[test]
+fn copilot_trust_in_a_linked_worktree_approves_under_the_main_worktrees_key() {
+    let world = World::new("copilot");
+    let main = world.root.parent().unwrap().join("main");
+    let wt_git = main.join(".git/worktrees/repo");
+    std::fs::create_dir_all(&wt_git).unwrap();
+    std::fs::write(wt_git.join("commondir"), "../..\n").unwrap();
+    std::fs::remove_dir_all(world.root.join(".git")).unwrap();
+    std::fs::write(
+        world.root.join(".git"),
+        format!("gitdir: {}\n", wt_git.display()),
+    )
+    .unwrap();
+    // What an earlier memloop wrote there: the approvals under the worktree's own path.
+    let approval =
+        |tool: &str| serde_json::json!({"kind": "mcp", "serverName": "memory", "toolName": tool});
+    let earlier = serde_json::json!({"locations": {world.root_str(): {"tool_approvals":
+        [approval("context_query"), approval("memory_store")]}}});
+    let earlier = serde_json::to_string_pretty(&earlier).unwrap();
+    world.write_home(COPILOT_APPROVALS, &earlier);
+    world.ok(&["trust", "--yes"]);
+    let config: serde_json::Value =
+        serde_json::from_str(&world.home_text(COPILOT_APPROVALS)).unwrap();
+    assert!(
+        config["locations"][world.root_str()].is_null(),
+        "the approvals under the worktree's own path are taken back: {config}"
+    );
+    assert_eq!(
+        config["locations"][main.display().to_string()]["tool_approvals"],
+        serde_json::json!([approval("context_query"), approval("memory_store")])
+    );
+    let locations = config["locations"].as_object().unwrap();
+    assert_eq!(locations.len(), 1, "{config}");
+    assert!(world.home_text(COPILOT_CONFIG).contains(&world.root_str()));
+    // Revoke gives the file back as trust found it.
+    world.ok(&["trust", "--revoke", "--yes"]);
+    assert_eq!(world.home_text(COPILOT_APPROVALS), earlier);
+}
+
+/// Without the install state, Copilot's own `trustedFolders` shows whether memloop trust was
+/// given: its entry for the repository itself counts, a folder above it (the person's own
+/// trust of a parent) does not.
+#[test]
+fn copilot_upgrade_counts_trusts_own_entry_not_a_parent_folders() {
+    let world = World::new("copilot");
+    let parent = world.root.parent().unwrap().display().to_string();
+    world.write_home(
+        COPILOT_CONFIG,
+        &format!("{{\n  \"trustedFolders\": [\"{parent}\"]\n}}\n"),
+    );
+    let out = world.ok(&["upgrade", "--user-scope"]);
+    assert!(!out.contains("copilot-approve-tools"), "{out}");
+    assert!(!world.home.join(COPILOT_APPROVALS).exists());
+
+    world.write_home(
+        COPILOT_CONFIG,
+        &format!("{{\n  \"trustedFolders\": [\"{}\"]\n}}\n", world.root_str()),
+    );
+    let out = world.ok(&["upgrade", "--user-scope"]);
+    assert!(out.contains("copilot-approve-tools"), "{out}");
+    assert!(
+        world
+            .home_text(COPILOT_APPROVALS)
+            .contains("\"toolName\": \"memory_store\"")
+    );
+}

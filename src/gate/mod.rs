@@ -18,7 +18,9 @@
 //! ```
 //!
 //! Exit status:
-//! - `0`: the agent may stop (for `record`: the call was recorded). Nothing on stdout.
+//! - `0`: the agent may stop (for `record`: the call was recorded). Nothing on stdout; or, for
+//!   an agent that reads a block from stdout ([`Answer::StdoutDecision`]: Gemini CLI, Qwen Code,
+//!   Copilot), one line `{"decision": "block", "reason": "KNOWLEDGE CHECK: ..."}`.
 //! - `2`: only for a real block. stderr holds exactly one line,
 //!   `KNOWLEDGE CHECK: <problems joined by " | "> This is mandatory.`, which the agent reads.
 //! - `1`: the gate itself failed (bad JSON on stdin, unreadable log, unwritable state). stderr
@@ -108,13 +110,19 @@ pub trait Reader: Sync {
     }
 }
 
-/// How an agent reads a block.
+/// How an agent reads a block: for each agent, the form its real program presents as a
+/// continuation rather than as a failed hook. Where both forms present alike, exit 2 stays:
+/// Claude Code 2.1.332 shows either as "Stop hook reported a problem" (a JSON decision only
+/// drops the command's name in front of the message; "Stop hook failed" is for hooks that
+/// failed), Codex 0.171 turns either into the same `Blocked` run with the message as feedback
+/// (`hooks/src/events/stop.rs`), and Kimi Code 2.1.0 blocks on exit 2 and does not read a
+/// `decision` key at all (`resultFromExitCode`, main.mjs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Answer {
     /// Exit 2, the message on stderr (Claude Code, Kimi, Codex; the OpenCode plugin).
     ExitTwo,
     /// Exit 0, `{"decision": "block", "reason": <message>}` on stdout (Copilot, for which
-    /// exit 2 is only a warning).
+    /// exit 2 is only a warning; Gemini CLI and Qwen Code, for which it is a failed hook).
     StdoutDecision,
 }
 

@@ -16,6 +16,7 @@ mod config;
 mod connected;
 mod copilot;
 mod copilot_start;
+mod copilot_worktree;
 mod doctor;
 mod droid;
 mod fake_gemini;
@@ -24,6 +25,7 @@ mod fake_responses;
 mod gate;
 mod gemini_memloop;
 pub mod http;
+mod interactive;
 mod kilo;
 mod memloop;
 mod netns;
@@ -35,6 +37,7 @@ mod sandbox;
 mod session_start;
 mod session_start_kimi;
 mod summary;
+mod tmux;
 mod tools;
 mod upgrade;
 mod versions;
@@ -440,6 +443,41 @@ const SCENARIOS: &[Scenario] = &[
         name: "session-start-qwen",
         about: "a stored note is in the system instruction of Qwen's first request (SessionStart additionalContext); /compress carries the PreCompact reminder to the summary, SessionStart runs with source compact, and the next request holds the index again",
         run: session_start::qwen,
+    },
+    Scenario {
+        name: "interactive-claude",
+        about: "Claude Code's own UI in tmux, --permission-mode default (the mode that asks): the index in the first request, edits asked and answered, the gate sends it back, the lookup and the store run with no question on screen, the turn ends, no failed hook shown",
+        run: interactive::claude,
+    },
+    Scenario {
+        name: "interactive-claude-unapproved",
+        about: "as interactive-claude with [memory] approve_tools = false: Claude Code must ask before the lookup (the question detector sees it)",
+        run: interactive::claude_unapproved,
+    },
+    Scenario {
+        name: "interactive-gemini",
+        about: "Gemini CLI's own UI in tmux, default approval mode: the index in the first request, edits asked and answered, the gate sends it back, the lookup and the store run with no question on screen, the turn ends, no failed hook shown",
+        run: interactive::gemini,
+    },
+    Scenario {
+        name: "interactive-gemini-unapproved",
+        about: "as interactive-gemini with [memory] approve_tools = false: Gemini CLI must ask before the lookup (the question detector sees it)",
+        run: interactive::gemini_unapproved,
+    },
+    Scenario {
+        name: "interactive-qwen",
+        about: "Qwen Code's own UI in tmux, default approval mode: the index in the first request, edits asked and answered, the gate sends it back, the lookup and the store run with no question on screen, the turn ends, no failed hook shown",
+        run: interactive::qwen,
+    },
+    Scenario {
+        name: "interactive-qwen-unapproved",
+        about: "as interactive-qwen with [memory] approve_tools = false: Qwen Code must ask before the lookup (the question detector sees it)",
+        run: interactive::qwen_unapproved,
+    },
+    Scenario {
+        name: "connected-copilot-approved-tools-worktree",
+        about: "as connected-copilot-approved-tools, installed and trusted in a linked git worktree: the approvals sit under the key Copilot looks up there",
+        run: copilot_worktree::approved_tools,
     },
     // Probes of Codex itself with hand-written files (the facts the adapter rests on, such as a
     // stale hash reported as modified and a hook blocking with exit 2); xtask/src/e2e/codex.rs.

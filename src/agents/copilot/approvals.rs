@@ -23,25 +23,36 @@ pub fn config_path(home: &Path) -> PathBuf {
     super::copilot_home(home).join("permissions-config.json")
 }
 
-/// One approval per tool of `agents::APPROVED_TOOLS` under the repository's location key (its
-/// symlink-free path, as the folder trust spells it). Retired with `[memory] approve_tools =
-/// false` or a server that is not memloop's own.
+/// The location key Copilot looks approvals up under: the repository's symlink-free path, or
+/// for a linked worktree its main worktree's (Copilot resolves a linked worktree to the main
+/// repository root: approvals under the worktree's own path are not found, checked with 1.0.102
+/// by `cargo xtask e2e connected-copilot-approved-tools-worktree`).
+pub fn location(root: &Path) -> PathBuf {
+    crate::git_exclude::main_worktree(root).unwrap_or_else(|| super::trust::trusted_root(root))
+}
+
+/// One approval per tool of `agents::APPROVED_TOOLS` under the repository's [`location`] key.
+/// Retired with `[memory] approve_tools = false` or a server that is not memloop's own. In a
+/// linked worktree, the same approvals under the worktree's own path (where a memloop before
+/// this one wrote them, and where Copilot never looks) are retired too.
 pub fn fragments(ctx: &Context) -> Vec<Fragment> {
     let wanted = ctx.config.memory.approve_tools && ctx.server.is_embedded();
-    let location = super::trust::trusted_root(ctx.root).display().to_string();
-    crate::agents::APPROVED_TOOLS
-        .iter()
-        .map(|tool| {
-            Fragment::JsonArrayItem {
-                path: vec![
-                    "locations".into(),
-                    location.clone(),
-                    "tool_approvals".into(),
-                ],
-                value: json!({"kind": "mcp", "serverName": ctx.server.name, "toolName": tool}),
-                memloops: true,
-            }
-            .wanted_if(wanted)
+    let location = location(ctx.root);
+    let own = super::trust::trusted_root(ctx.root);
+    let mut keys = vec![(location.display().to_string(), wanted)];
+    if own != location {
+        keys.push((own.display().to_string(), false));
+    }
+    keys.into_iter()
+        .flat_map(|(key, wanted)| {
+            crate::agents::APPROVED_TOOLS.iter().map(move |tool| {
+                Fragment::JsonArrayItem {
+                    path: vec!["locations".into(), key.clone(), "tool_approvals".into()],
+                    value: json!({"kind": "mcp", "serverName": ctx.server.name, "toolName": tool}),
+                    memloops: true,
+                }
+                .wanted_if(wanted)
+            })
         })
         .collect()
 }

@@ -198,7 +198,7 @@ fn tool_approvals(d: &mut Doctor) {
         Ok(file) => file.map(|f| f.value).unwrap_or(Value::Null),
         Err(refusal) => return d.refused(AGENT, "approvals", &refusal),
     };
-    let location = trust::trusted_root(&d.repo.root).display().to_string();
+    let location = approvals::location(&d.repo.root).display().to_string();
     let missing: Vec<&str> = approvals::missing(&d.ctx.server.name, &location, &config);
     let finding = if missing.is_empty() {
         Finding::ok(

@@ -6,6 +6,12 @@
 //!   `userPromptSubmitted` pair that gives the index again after a compaction) gets them, as
 //!   sync writes them (unless `[memory] session_start = false`).
 //!
+//! - `copilot-approve-tools`: where `memloop trust` was given by a memloop that approved no
+//!   tools yet (the install state says so, or Copilot's `trustedFolders` holds trust's entry for
+//!   the repository), `$COPILOT_HOME/permissions-config.json` gets memloop's two approvals for this
+//!   repository's location, as trust and sync write them now (unless `[memory] approve_tools =
+//!   false`). A file outside the repository: held without consent to write there.
+//!
 //! What changed besides is who owns the trust entry: an older memloop
 //! wrote it as one of sync's files, with `--user-scope`; it is `memloop trust`'s now
 //! (`Agent::trust`). `legacy_trust` finds a machine in between, which `memloop upgrade` hands
@@ -15,16 +21,102 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use super::{HOOKS_JSON, trust};
+use super::{HOOKS_JSON, approvals, trust};
 use crate::config::AgentId;
 use crate::edit::json::{Dialect, JsonDoc};
 use crate::engine::PlanError;
 use crate::repo::Repo;
+use crate::target::Fragment;
 use crate::upgrade::{Env, Files, Migration};
 use crate::version::Range;
 
 /// Copilot's migrations, in the order they run.
-pub const MIGRATIONS: &[Migration] = &[SESSION_START];
+pub const MIGRATIONS: &[Migration] = &[SESSION_START, APPROVE_TOOLS];
+
+pub const APPROVE_TOOLS: Migration = Migration {
+    id: "copilot-approve-tools",
+    agent: Some(AgentId::Copilot),
+    range: Range::Any,
+    about: "memloop's own two tools (context_query, memory_store) approved for this repository in $COPILOT_HOME/permissions-config.json, next to the folder trust memloop trust gave",
+    detect: approvals_detect,
+    rewrite: approvals_rewrite,
+};
+
+/// Whether memloop trust was given here: recorded in the install state, or (a state this
+/// machine no longer has) memloop trust's own entry for the repository in Copilot's
+/// `trustedFolders`, the folder itself rather than one above it.
+fn trust_given(env: &Env, files: &mut Files) -> Result<bool, PlanError> {
+    if env.ctx.trusted {
+        return Ok(true);
+    }
+    let Some((config, _)) = files.json(&trust::config_path(&env.ctx.home), Dialect::Jsonc)? else {
+        return Ok(false);
+    };
+    let ours = trust::trusted_root(env.ctx.root).display().to_string();
+    Ok(config
+        .value()
+        .get(trust::KEY)
+        .and_then(Value::as_array)
+        .is_some_and(|folders| folders.iter().any(|f| f.as_str() == Some(ours.as_str()))))
+}
+
+/// The approvals sync would write and `doc` lacks; none where trust was never given (they are
+/// trust's, like the folder trust) or none are wanted.
+fn missing_approvals(env: &Env, trusted: bool, doc: &Value) -> Vec<(Vec<String>, Value)> {
+    if !trusted {
+        return Vec::new();
+    }
+    approvals::fragments(&env.ctx)
+        .into_iter()
+        .filter_map(|fragment| match fragment {
+            Fragment::JsonArrayItem { path, value, .. } => Some((path, value)),
+            _ => None,
+        })
+        .filter(|(path, value)| {
+            let pointer: String = path.iter().map(|key| format!("/{}", escape(key))).collect();
+            !doc.pointer(&pointer)
+                .and_then(Value::as_array)
+                .is_some_and(|items| items.contains(value))
+        })
+        .collect()
+}
+
+/// A key as a JSON pointer spells it (a location key is a path, full of `/`).
+fn escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+fn approvals_detect(env: &Env, files: &mut Files) -> Result<Vec<String>, PlanError> {
+    let trusted = trust_given(env, files)?;
+    let path = approvals::config_path(&env.ctx.home);
+    let doc = match files.json(&path, Dialect::Strict)? {
+        Some((doc, _)) => doc.value(),
+        None => json!({}),
+    };
+    Ok(missing_approvals(env, trusted, &doc)
+        .into_iter()
+        .map(|(_, value)| {
+            format!(
+                "{}: memloop trust was given but {value} is not approved for this repository (memloop's own tool, approved since this version)",
+                files.display(&path)
+            )
+        })
+        .collect())
+}
+
+fn approvals_rewrite(env: &Env, files: &mut Files) -> Result<(), PlanError> {
+    let trusted = trust_given(env, files)?;
+    let path = approvals::config_path(&env.ctx.home);
+    let (mut doc, encoding) = files.json_or_new(&path, Dialect::Strict)?;
+    let wanted = missing_approvals(env, trusted, &doc.value());
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    for (at, value) in wanted {
+        doc.upsert_item(&at, &value, &|item| *item == value)?;
+    }
+    files.write_text(&path, &doc.to_text(), encoding)
+}
 
 pub const SESSION_START: Migration = Migration {
     id: "copilot-session-start",

@@ -31,7 +31,7 @@ use crate::agents::claude::gate::TextKey;
 use crate::gate::jsonl::{self, Cursor};
 use crate::gate::rules::ToolSets;
 use crate::gate::state::{self, State, Store};
-use crate::gate::{Reader, Reading, Session, read_session};
+use crate::gate::{Answer, Reader, Reading, Session, read_session};
 
 /// Qwen Code's shell tool.
 pub const SHELL_TOOLS: &[&str] = &["run_shell_command"];
@@ -206,6 +206,15 @@ impl Reader for super::Qwen {
 
     fn shell_tools(&self) -> &'static [&'static str] {
         SHELL_TOOLS
+    }
+
+    /// Qwen Code 0.24.4 sends the agent back on exit 2 and on `{"decision": "block"}` with exit
+    /// 0 alike, and shows both the same way ("Ran 1 stop hooks / Stop hook error: <reason>").
+    /// But exit 2 is a failed hook to its runner (`success: false`, "Hook(s) [...] failed for
+    /// event Stop" in the debug log and the hook telemetry); the JSON decision is a hook that
+    /// ran and blocked (hookRunner.ts, hookEventHandler.ts).
+    fn answer(&self) -> Answer {
+        Answer::StdoutDecision
     }
 }
 

@@ -10,7 +10,8 @@
 //! - `connected-qwen`: `qwen -p` offers `mcp__memory__memory_store` directly, the rules reach the
 //!   model from `AGENTS.md`, and the call reaches `memloop serve`.
 //! - `gate-qwen`: Qwen writes three files with `write_file` and stops; memloop's gate reads the
-//!   chat recording and sends it back (exit 2); it stores over MCP; the next stop passes.
+//!   chat recording and sends it back (`{"decision": "block"}`, which Qwen's debug log does not
+//!   record as a failed hook); it stores over MCP; the next stop passes.
 
 use std::time::Duration;
 
@@ -220,13 +221,13 @@ fn prompt_in(ctx: &Ctx, sb: &Sandbox, fake: &FakeModel, text: &str, mode: &str) 
     Ok(out)
 }
 
-fn install(ctx: &Ctx, sb: &mut Sandbox, fake: &FakeModel) -> Result<()> {
+pub(super) fn install(ctx: &Ctx, sb: &mut Sandbox, fake: &FakeModel) -> Result<()> {
     ctx.caps.need_init()?;
     set_up_user(sb, Some(&fake.base_url()), false)?;
     memloop(sb, &["init", "--yes", "--agents", "qwen", "--trust"])
 }
 
-fn script(ctx: &Ctx, sb: &Sandbox, writes: usize) -> Script {
+pub(super) fn script(ctx: &Ctx, sb: &Sandbox, writes: usize) -> Script {
     Script {
         repo: sb.repo.clone(),
         writes,
@@ -308,12 +309,51 @@ fn gate_in(ctx: &Ctx, sb: &mut Sandbox, mode: &str) -> Result<()> {
     ctx.caps.need_hook()?;
     let fake = FakeModel::start(Dialect::OpenAi, script(ctx, sb, super::gate::WRITES))?;
     install(ctx, sb, &fake)?;
+    sb.set_env("QWEN_DEBUG_LOG_FILE", "1");
     let out = prompt_in(ctx, sb, &fake, super::gate::PROMPT, mode)?;
     let with_log = |msg: &str| format!("{msg}\nmodel requests:\n{}", fake.transcript());
     expect(out.success(), &with_log("qwen -p failed"), &out)?;
     super::gate::check_loop(&fake, STORE, &sb.repo, &out)?;
+    check_stop_hooks_ran(sb)?;
     if mode == "yolo" {
         return Ok(());
     }
     super::gate::check_ran_unasked(&fake, &[LOOKUP, STORE], &sb.repo)
+}
+
+/// Qwen's debug log (`QWEN_DEBUG_LOG_FILE=1`, `~/.qwen/debug/<session>.txt`) records each Stop
+/// hook run as executed, none as failed: the gate's block is a hook that ran, not a failed one
+/// (an exit 2 is logged "Hook(s) [...] failed for event Stop").
+fn check_stop_hooks_ran(sb: &Sandbox) -> Result<()> {
+    let dir = sb.home.join(".qwen/debug");
+    let mut log = String::new();
+    for entry in std::fs::read_dir(&dir)
+        .map_err(|err| anyhow::anyhow!("reading Qwen's debug log folder {}: {err}", dir.display()))?
+        .flatten()
+    {
+        if entry.path().extension().is_some_and(|ext| ext == "txt") {
+            log.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
+        }
+    }
+    let lines =
+        |needle: &str| -> Vec<&str> { log.lines().filter(|l| l.contains(needle)).collect() };
+    let failed = lines("failed for event Stop");
+    if !failed.is_empty() {
+        bail!(
+            "Qwen's debug log records memloop's Stop hook as failed:\n{}",
+            failed.join("\n")
+        );
+    }
+    let ran = lines("Hook execution for Stop:");
+    if ran.is_empty() {
+        bail!(
+            "Qwen's debug log in {} records no Stop hook run; is QWEN_DEBUG_LOG_FILE still read?",
+            dir.display()
+        );
+    }
+    println!(
+        "   Qwen's debug log: {} Stop hook runs, none failed",
+        ran.len()
+    );
+    Ok(())
 }
