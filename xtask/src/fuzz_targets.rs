@@ -18,6 +18,7 @@ use memloop::agents;
 use memloop::agents::claude::gate as claude;
 use memloop::agents::codex::gate as codex;
 use memloop::agents::copilot::gate as copilot;
+use memloop::agents::droid::gate as droid;
 use memloop::agents::gemini::gate as gemini;
 use memloop::agents::kimi::gate as kimi;
 use memloop::agents::opencode::gate as opencode;
@@ -163,6 +164,12 @@ pub fn targets() -> Vec<Target> {
             about: "gate: Copilot events.jsonl, read whole and in two steps",
             kind: Kind::Jsonl,
             run: copilot_events,
+        },
+        Target {
+            name: "droid-transcript",
+            about: "gate: Factory Droid session transcript, read whole and in two steps",
+            kind: Kind::Jsonl,
+            run: droid_transcript,
         },
         Target {
             name: "qwen-recording",
@@ -703,6 +710,14 @@ fn copilot_events(scratch: &mut Scratch, input: &[u8]) -> Result<(), String> {
     })
 }
 
+fn droid_transcript(scratch: &mut Scratch, input: &[u8]) -> Result<(), String> {
+    let path = scratch.path("sessions/-p/s.jsonl");
+    let tools = &scratch.tools;
+    two_step(input, &path, |state| {
+        droid::collect(state, &path, tools, None, std::time::Duration::ZERO).map(|_| ())
+    })
+}
+
 fn qwen_recording(scratch: &mut Scratch, input: &[u8]) -> Result<(), String> {
     let path = scratch.path("qwen.jsonl");
     let tools = &scratch.tools;
@@ -1027,8 +1042,9 @@ const JSONL: &[&str] = &[
 ];
 
 /// Codex rollouts, Gemini chat recordings (a message appended again, `$set`, `$rewindTo`),
-/// Copilot's events.jsonl and Qwen's recording, as the real programs write them.
+/// Copilot's events.jsonl, Qwen's recording and Droid's transcript, as the real programs write them.
 const AGENT_LOGS: &[&str] = &[
+    "{\"type\":\"message\",\"id\":\"h1\",\"timestamp\":\"t\",\"message\":{\"role\":\"user\",\"content\":[],\"visibility\":\"user_only\",\"hookEventName\":\"SessionStart\",\"hookResults\":[{\"exitCode\":0,\"stdout\":\"{}\",\"stderr\":\"\"}]}}\n{\"type\":\"message\",\"id\":\"a1\",\"parentId\":\"u1\",\"timestamp\":\"t\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":\"call_0\",\"name\":\"Create\",\"input\":{\"file_path\":\"/p/a.txt\",\"content\":\"hello\\n\"}}],\"modelId\":\"custom:Fake-0\"}}\n{\"type\":\"message\",\"id\":\"a2\",\"parentId\":\"r1\",\"timestamp\":\"t\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":\"call_1\",\"name\":\"memory___memory_store\",\"input\":{}}]}}\n",
     "{\"timestamp\":\"2026-12-01T10:00:00.000Z\",\"type\":\"session_meta\",\"payload\":{\"id\":\"s\"}}\n{\"timestamp\":\"2026-12-01T10:00:01.000Z\",\"type\":\"response_item\",\"payload\":{\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"x\"}]}}\n{\"timestamp\":\"2026-12-01T10:00:02.000Z\",\"type\":\"response_item\",\"payload\":{\"type\":\"function_call\",\"name\":\"exec_command\",\"arguments\":\"{}\",\"call_id\":\"c1\"}}\n{\"timestamp\":\"2026-12-01T10:00:03.000Z\",\"type\":\"response_item\",\"payload\":{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"ok\"}}\n{\"timestamp\":\"2026-12-01T10:00:04.000Z\",\"type\":\"response_item\",\"payload\":{\"type\":\"function_call\",\"name\":\"memory_store\",\"namespace\":\"mcp__memory\",\"arguments\":\"{}\",\"call_id\":\"c2\"}}\n{\"timestamp\":\"2026-12-01T10:00:05.000Z\",\"type\":\"response_item\",\"payload\":{\"type\":\"custom_tool_call\",\"name\":\"apply_patch\",\"input\":\"*** Begin Patch\",\"call_id\":\"c3\"}}\n{\"timestamp\":\"2026-12-01T10:00:06.000Z\",\"type\":\"event_msg\",\"payload\":{\"type\":\"user_message\",\"message\":\"go\"}}\n",
     "{\"sessionId\":\"168df275\",\"kind\":\"main\"}\n{\"$set\":{\"messages\":[{\"id\":\"ctx\",\"type\":\"user\",\"content\":[]}]}}\n{\"id\":\"g1\",\"type\":\"gemini\",\"content\":\"\",\"toolCalls\":[]}\n{\"id\":\"g1\",\"type\":\"gemini\",\"content\":\"\",\"toolCalls\":[{\"id\":\"w1\",\"name\":\"write_file\",\"args\":{},\"status\":\"success\"}]}\n{\"id\":\"u2\",\"type\":\"user\",\"content\":[{\"text\":\"KNOWLEDGE CHECK\"}]}\n{\"$rewindTo\":\"u2\"}\n{\"id\":\"g4\",\"type\":\"gemini\",\"content\":\"\",\"toolCalls\":[{\"id\":\"q\",\"name\":\"mcp_memory_context_query\",\"args\":{},\"status\":\"success\"},{\"id\":\"s0\",\"name\":\"mcp_memory_memory_store\",\"args\":{},\"status\":\"error\"},{\"id\":\"r1\",\"name\":\"replace\",\"args\":{},\"status\":\"cancelled\"}]}\n",
     "{\"type\":\"session.start\",\"data\":{\"sessionId\":\"s\",\"copilotVersion\":\"1.0.102\"},\"id\":\"a\"}\n{\"type\":\"assistant.message\",\"data\":{\"content\":\"\",\"toolRequests\":[{\"toolCallId\":\"call_0\",\"name\":\"create\",\"arguments\":{}}]},\"id\":\"c\",\"timestamp\":\"2026-12-01T12:14:35.000Z\"}\n{\"type\":\"tool.execution_start\",\"data\":{\"toolCallId\":\"call_0\",\"toolName\":\"create\",\"arguments\":{\"path\":\"/r/a.txt\"}},\"id\":\"d\"}\n{\"type\":\"tool.execution_start\",\"data\":{\"toolCallId\":\"call_1\",\"toolName\":\"memory-memory_store\",\"mcpServerName\":\"memory\",\"mcpToolName\":\"memory_store\"},\"id\":\"g\"}\n{\"type\":\"tool.execution_start\",\"data\":{\"toolCallId\":\"call_2\",\"toolName\":\"bash\"},\"id\":\"h\"}\n{\"type\":\"assistant.turn_end\",\"data\":{\"turnId\":\"3\"}}\n",
