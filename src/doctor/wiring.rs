@@ -264,6 +264,10 @@ fn scan_file(d: &mut Doctor, spec: &McpFile, file: &JsonFile) {
                         "drop it from the URL and use \"bearerTokenEnvVar\": \"TOKEN_VAR\" (Kimi reads no variables in mcp.json), and export TOKEN_VAR"
                     }
                 },
+                // Droid expands variables in `env` and `headers` only, never in `args`.
+                (Syntax::Dollar, _) if agent == AgentId::Droid => {
+                    "let the server read it from its environment: \"env\": { \"TOKEN_VAR\": \"${TOKEN_VAR}\" }; export TOKEN_VAR"
+                }
                 (Syntax::Dollar, _) => {
                     "let the server read it from its environment: \"env\": { \"TOKEN_VAR\": \"${TOKEN_VAR}\" }, or write the argument as ${TOKEN_VAR}; export TOKEN_VAR"
                 }

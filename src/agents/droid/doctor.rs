@@ -45,6 +45,7 @@ pub fn check(d: &mut Doctor) {
     }
     if let Some(mcp) = load(d, &root.join(MCP_FILE), MCP_FILE, "servers") {
         server_disabled(d, &mcp);
+        variables_in_args(d, &mcp);
     }
 }
 
@@ -168,6 +169,42 @@ fn server_disabled(d: &mut Doctor, mcp: &JsonFile) {
                 ]),
             )
             .fix(format!("remove `disabled` from `{name}`")),
+        );
+    }
+}
+
+/// Droid 0.215.0 expands `${VAR}` in a server's `env` and `headers` values, but passes `args` as
+/// written (xtask/src/e2e/droid_facts.md, "MCP"): the server would get the literal `${VAR}`.
+fn variables_in_args(d: &mut Doctor, mcp: &JsonFile) {
+    let Some(servers) = mcp.get(&["mcpServers"]).and_then(Value::as_object) else {
+        return;
+    };
+    let mut found = Vec::new();
+    for (name, server) in servers {
+        let Some(args) = server.get("args").and_then(Value::as_array) else {
+            continue;
+        };
+        for (i, arg) in args.iter().enumerate() {
+            if arg.as_str().is_some_and(|arg| arg.contains("${")) {
+                found.push((name.clone(), i));
+            }
+        }
+    }
+    for (name, i) in found {
+        let line = mcp.line(&[
+            Step::Key("mcpServers"),
+            Step::Key(&name),
+            Step::Key("args"),
+            Step::Index(i),
+        ]);
+        d.push(
+            Finding::warning(
+                AGENT,
+                "args-variables",
+                format!("`{name}`'s args[{i}] holds `${{...}}`, which Droid passes to the server as written: it expands variables only in `env` and `headers`"),
+            )
+            .at(MCP_FILE, line)
+            .fix("pass the value through the server's environment (\"env\": { \"NAME\": \"${NAME}\" }) and let the server read it there"),
         );
     }
 }
