@@ -374,7 +374,10 @@ fn decide(conv: &Conversation, script: &Script) -> Turn {
 
 /// Factory Droid (0.215.0) offers MCP tools only by name in a "Deferred tools:" reminder, their
 /// schemas once its `ToolSearch` tool loaded them (`select:<name>,...`): when the memory tools
-/// are not in the request but listed there, load them first, once.
+/// are not in the request, load them first, once. Listed there or not: `droid exec` may send its
+/// first request before its MCP servers connected (seen on a loaded machine, the request at
+/// +4.3 s naming no deferred tool), and a model told by the rules that the memory exists
+/// searches for it, as this does.
 fn load_deferred(conv: &Conversation, script: &Script) -> Option<Turn> {
     const LOADER: &str = "ToolSearch";
     let wanted: Vec<&String> = script
@@ -382,7 +385,6 @@ fn load_deferred(conv: &Conversation, script: &Script) -> Option<Turn> {
         .iter()
         .chain(std::iter::once(&script.store_tool))
         .filter(|name| !conv.tools.iter().any(|t| &&t.name == name))
-        .filter(|name| conv.text.contains(name.as_str()))
         .collect();
     if wanted.is_empty()
         || !conv.tools.iter().any(|t| t.name == LOADER)
