@@ -97,6 +97,42 @@ pub fn run_fed(
     })
 }
 
+/// What `program args` prints in the repository, stdout and stderr together, for an agent's
+/// listing command (`gemini mcp list`); `None` after a finding that says why there is none (it
+/// did not start, or it failed). `shown` is the command as the person would type it.
+pub fn listing(
+    d: &mut Doctor,
+    agent: AgentId,
+    program: &Path,
+    args: &[&str],
+    shown: &str,
+) -> Option<String> {
+    let out = match run(program, args, &d.repo.root, d.options.timeout) {
+        Ok(out) => out,
+        Err(why) => {
+            d.push(Finding::error(agent, "live", why).fix("run it by hand to see why"));
+            return None;
+        }
+    };
+    let all = format!("{}\n{}", out.stdout, out.stderr);
+    if out.code != Some(0) {
+        d.push(
+            Finding::error(
+                agent,
+                "live",
+                format!(
+                    "`{shown}` failed ({}): {}",
+                    exit_text(out.code),
+                    excerpt(&all, 12)
+                ),
+            )
+            .fix(format!("run `{shown}` and fix what it names")),
+        );
+        return None;
+    }
+    Some(all)
+}
+
 /// A program that answers JSON-RPC on its stdin and stdout (`codex app-server`), asked one
 /// question after another within one deadline; it is stopped when this is dropped.
 pub struct Conversation {

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use crate::config::AgentId;
-use crate::doctor::live::{excerpt, exit_text, run};
+use crate::doctor::live::{excerpt, listing};
 use crate::doctor::{Doctor, Finding};
 
 const AGENT: AgentId = AgentId::Droid;
@@ -26,27 +26,9 @@ pub fn status_of<'a>(listing: &'a str, name: &str) -> Option<&'a str> {
 }
 
 pub fn check(d: &mut Doctor, program: &Path) {
-    let out = match run(program, &["mcp", "list"], &d.repo.root, d.options.timeout) {
-        Ok(out) => out,
-        Err(why) => {
-            return d.push(Finding::error(AGENT, "live", why).fix("run it by hand to see why"));
-        }
+    let Some(all) = listing(d, AGENT, program, &["mcp", "list"], "droid mcp list") else {
+        return;
     };
-    let all = format!("{}\n{}", out.stdout, out.stderr);
-    if out.code != Some(0) {
-        return d.push(
-            Finding::error(
-                AGENT,
-                "live",
-                format!(
-                    "`droid mcp list` failed ({}): {}",
-                    exit_text(out.code),
-                    excerpt(&all, 12)
-                ),
-            )
-            .fix("run `droid mcp list` and fix what it names"),
-        );
-    }
     let name = d.ctx.server.name.clone();
     let finding = match status_of(&all, &name) {
         Some("connected") => Finding::ok(

@@ -6,33 +6,16 @@
 use std::path::Path;
 
 use crate::config::AgentId;
-use crate::doctor::live::{excerpt, exit_text, run, strip_ansi};
+use crate::doctor::live::{listing, strip_ansi};
 use crate::doctor::{Doctor, Finding};
 
 const AGENT: AgentId = AgentId::Qwen;
 
 pub fn check(d: &mut Doctor, program: &Path) {
-    let out = match run(program, &["mcp", "list"], &d.repo.root, d.options.timeout) {
-        Ok(out) => out,
-        Err(why) => {
-            return d.push(Finding::error(AGENT, "live", why).fix("run it by hand to see why"));
-        }
+    let Some(all) = listing(d, AGENT, program, &["mcp", "list"], "qwen mcp list") else {
+        return;
     };
-    let all = strip_ansi(&format!("{}\n{}", out.stdout, out.stderr));
-    if out.code != Some(0) {
-        return d.push(
-            Finding::error(
-                AGENT,
-                "live",
-                format!(
-                    "`qwen mcp list` failed ({}): {}",
-                    exit_text(out.code),
-                    excerpt(&all, 12)
-                ),
-            )
-            .fix("run `qwen mcp list` and fix what it names"),
-        );
-    }
+    let all = strip_ansi(&all);
     let name = d.ctx.server.name.clone();
     let finding = verdict(&all, &name, d.sync_command(false), |f| d.by_trust(f));
     d.push(finding);
